@@ -1,0 +1,45 @@
+/* The rootfs store: read-only root filesystems for jails, built from YAML manifests
+ * (rootfs/*.yaml) and kept content-addressed under a store directory.
+ *
+ * Layout of the store (default /var/lib/agt/rootfs):
+ *   <store>/<id>/root        the tree jails use as their overlay lower layer (read-only)
+ *   <store>/<id>/info.json   what agt_rootfs_build() returned for it
+ * where <id> is the lowercase hex sha256 of the tree's content (paths, types, modes,
+ * symlink targets and file contents), so building the same inputs twice gives the same id,
+ * and changing any input (a toybox update, say) gives a new one while the old one stays
+ * for the jails that use it.
+ *
+ * All functions are blocking and thread-safe with respect to each other (agtd calls
+ * agt_rootfs_build() from libuv's threadpool); none touches the caller's event loop. */
+#ifndef AGT_ROOTFS_H
+#define AGT_ROOTFS_H
+
+#include <jansson.h>
+
+#include "error.h"
+
+struct agt_rootfs_build_opts {
+  int allow_download; /* may fetch `download` sources (upstream static toybox) */
+  const char *arch;   /* NULL: the machine's (uname -m) */
+};
+
+/* Build the manifest at manifest_path into the store.  On success *info is a new JSON object:
+ *   {"id": "<sha256 hex>", "name": "<manifest name>", "manifest": "<path>",
+ *    "path": "<store>/<id>/root", "created": <unix seconds>, "bytes": N, "files": N,
+ *    "sources": {...what was used for each manifest entry, e.g. toybox "distro 0.8.9"...}}
+ * Manifest errors name file:line:column. */
+int agt_rootfs_build(const char *store_dir, const char *manifest_path,
+                     const struct agt_rootfs_build_opts *opts, json_t **info, agt_error_t *err);
+
+/* All builds in the store, newest first, as an array of info objects. */
+int agt_rootfs_list(const char *store_dir, json_t **list, agt_error_t *err);
+
+/* Find one build by full id, unique id prefix (at least 6 hex digits) or manifest name (the
+ * newest build of that name).  AGT_E_NOTFOUND when nothing matches, AGT_E_INVALID when a
+ * prefix is ambiguous. */
+int agt_rootfs_resolve(const char *store_dir, const char *ref, json_t **info, agt_error_t *err);
+
+/* Delete a build by exact id.  The caller has already checked that no jail uses it. */
+int agt_rootfs_remove(const char *store_dir, const char *id, agt_error_t *err);
+
+#endif
