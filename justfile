@@ -1,0 +1,61 @@
+# agt recipes. `just --list` explains each; `./dev RECIPE` installs the dependencies first.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+set positional-arguments
+
+npm_arch := if arch() == "aarch64" { "arm64" } else { "x64" }
+
+# The real opencode binary that tests put into jails (./dev deps installs it there).
+export AGT_OPENCODE_BIN := env("AGT_OPENCODE_BIN", "/var/cache/agt/npm/node_modules/opencode-linux-" + npm_arch + "/bin/opencode")
+
+_list:
+    @"{{ just_executable() }}" --justfile "{{ justfile() }}" --list
+
+# Configure build/ (debugoptimized) if needed, then compile agtd, agt and the tests
+build: (_setup "build" "--buildtype=debugoptimized")
+    meson compile -C build
+
+# Build, then run every test suite (root-only tests run when root); args go to meson test
+test *args: build
+    bash scripts/meson-test.sh build "$@"
+
+# Build, then run only the unit suite (cmocka, no privilege)
+unit *args: build
+    bash scripts/meson-test.sh build --suite unit "$@"
+
+# Build, then run only the guest suite (root + Linux: namespaces, mounts, jails)
+guest *args: build
+    bash scripts/meson-test.sh build --suite guest "$@"
+
+# Build in build-asan/ with AddressSanitizer + UBSan and run every test suite there
+asan *args: (_setup "build-asan" "--buildtype=debugoptimized" "-Db_sanitize=address,undefined" "-Db_lundef=false")
+    meson compile -C build-asan
+    bash scripts/meson-test.sh build-asan "$@"
+
+# Run the side-by-side benchmarks (bench/run.sh)
+bench: _have-bench build
+    bash bench/run.sh
+
+# Build, then run the demo: build the default rootfs and run several jails at once
+demo: build
+    bash scripts/demo.sh
+
+# Format every tracked (or new, not ignored) *.c and *.h with clang-format
+fmt:
+    git ls-files -z --cached --others --exclude-standard -- '*.c' '*.h' | xargs -0 -r clang-format -i
+
+# Check formatting (clang-format --dry-run --Werror) and shell syntax (bash -n)
+lint:
+    git ls-files -z --cached --others --exclude-standard -- '*.c' '*.h' | xargs -0 -r clang-format --dry-run --Werror
+    { printf '%s\0' dev .ci/run; git ls-files -z --cached --others --exclude-standard -- '*.sh'; } | xargs -0 -r -n 1 bash -n
+
+# Remove the build directories
+clean:
+    rm -rf build build-asan
+
+# meson setup DIR OPTIONS... unless DIR is already configured
+_setup dir *opts:
+    if [ ! -f "$1/build.ninja" ]; then meson setup "$@"; fi
+
+_have-bench:
+    @if [ ! -f bench/run.sh ]; then echo "agt: no benchmarks exist yet (bench/run.sh is missing)" >&2; exit 1; fi
