@@ -1,0 +1,105 @@
+#include "cgroup.h"
+
+#include <errno.h>
+#include <linux/magic.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "xalloc.h"
+
+int agt_cgroup_root_init(struct agt_cgroup_root *r, const char *parent, agt_error_t *err)
+{
+  struct statfs sfs;
+
+  memset(r, 0, sizeof *r);
+  r->parent = xstrdup(parent);
+  if (statfs("/sys/fs/cgroup", &sfs) < 0)
+    return agt_error_make(err, errno, "statfs '/sys/fs/cgroup'");
+  if (sfs.f_type == CGROUP2_SUPER_MAGIC) {
+    r->version = 2;
+    return agt_cgroup_v2_init(r, err);
+  }
+  r->version = 1;
+  return agt_cgroup_v1_init(r, err);
+}
+
+void agt_cgroup_root_release(struct agt_cgroup_root *r)
+{
+  free(r->parent);
+  free(r->v2_base);
+  for (int i = 0; i < 3; i++)
+    free(r->v1_base[i]);
+  memset(r, 0, sizeof *r);
+}
+
+int agt_cgroup_create(struct agt_cgroup_root *r, const char *jail,
+                      const struct agt_cgroup_limits *l, agt_error_t *err)
+{
+  int ret = r->version == 2 ? agt_cgroup_v2_create(r, jail, l, err)
+                            : agt_cgroup_v1_create(r, jail, l, err);
+  if (ret < 0)
+    agt_error_wrap(err, "cgroup v%d for jail '%s'", r->version, jail);
+  return ret;
+}
+
+int agt_cgroup_attach(struct agt_cgroup_root *r, const char *jail, pid_t pid, agt_error_t *err)
+{
+  return r->version == 2 ? agt_cgroup_v2_attach(r, jail, pid, err)
+                         : agt_cgroup_v1_attach(r, jail, pid, err);
+}
+
+int agt_cgroup_destroy(struct agt_cgroup_root *r, const char *jail, agt_error_t *err)
+{
+  return r->version == 2 ? agt_cgroup_v2_destroy(r, jail, err)
+                         : agt_cgroup_v1_destroy(r, jail, err);
+}
+
+int agt_cgroup_stats(struct agt_cgroup_root *r, const char *jail, struct agt_cgroup_stats *s)
+{
+  memset(s, 0, sizeof *s);
+  return r->version == 2 ? agt_cgroup_v2_stats(r, jail, s) : agt_cgroup_v1_stats(r, jail, s);
+}
+
+char *agt_cgroup_path(struct agt_cgroup_root *r, const char *jail)
+{
+  return xasprintf("%s/%s", r->version == 2 ? r->v2_base : r->v1_base[0], jail);
+}
+
+int agt_cgroup_kill_procs(const char *procs_file)
+{
+  cleanup_file FILE *f = fopen(procs_file, "re");
+  int pid, n = 0;
+
+  if (f == NULL)
+    return 0;
+  while (fscanf(f, "%d", &pid) == 1)
+    if (pid > 0 && kill(pid, SIGKILL) == 0)
+      n++;
+  return n;
+}
+
+int agt_cgroup_rmdir(const char *dir, agt_error_t *err)
+{
+  if (rmdir(dir) == 0 || errno == ENOENT)
+    return 0;
+  if (errno == EBUSY)
+    return agt_error_kind(err, AGT_E_BUSY, "cgroup '%s' still has processes", dir);
+  return agt_error_make(err, errno, "rmdir '%s'", dir);
+}
+
+uint64_t agt_cgroup_read_u64(const char *dir, const char *file)
+{
+  cleanup_free char *path = xasprintf("%s/%s", dir, file);
+  cleanup_file FILE *f = fopen(path, "re");
+  unsigned long long v = 0;
+
+  if (f == NULL || fscanf(f, "%llu", &v) != 1)
+    return 0;
+  return v;
+}

@@ -1,0 +1,128 @@
+/* cgroup v1: one hierarchy per controller (memory, pids, cpu), as on hosts that never
+ * switched to the unified hierarchy. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "cleanup.h"
+#include "fsutil.h"
+#include "xalloc.h"
+
+static const char *const controllers[3] = {"memory", "pids", "cpu"};
+
+int agt_cgroup_v1_init(struct agt_cgroup_root *r, agt_error_t *err)
+{
+  struct stat st;
+
+  for (int i = 0; i < 3; i++) {
+    cleanup_free char *mnt = xasprintf("/sys/fs/cgroup/%s", controllers[i]);
+    if (stat(mnt, &st) < 0)
+      return agt_error_make(err, errno, "cgroup v1 controller '%s' is not mounted at '%s'",
+                            controllers[i], mnt);
+    r->v1_base[i] = xasprintf("%s/%s", mnt, r->parent);
+    if (mkdir(r->v1_base[i], 0755) < 0 && errno != EEXIST)
+      return agt_error_make(err, errno, "mkdir '%s'", r->v1_base[i]);
+  }
+  return 0;
+}
+
+static int write_limit(const char *dir, const char *file, unsigned long long v, agt_error_t *err)
+{
+  cleanup_free char *path = xasprintf("%s/%s", dir, file);
+  char buf[32];
+
+  snprintf(buf, sizeof buf, "%llu", v);
+  return agt_write_str(path, buf, err);
+}
+
+int agt_cgroup_v1_create(struct agt_cgroup_root *r, const char *jail,
+                         const struct agt_cgroup_limits *l, agt_error_t *err)
+{
+  cleanup_free char *mem = xasprintf("%s/%s", r->v1_base[0], jail);
+  cleanup_free char *pids = xasprintf("%s/%s", r->v1_base[1], jail);
+  cleanup_free char *cpu = xasprintf("%s/%s", r->v1_base[2], jail);
+  const char *dirs[3] = {mem, pids, cpu};
+
+  for (int i = 0; i < 3; i++)
+    if (mkdir(dirs[i], 0755) < 0 && errno != EEXIST)
+      return agt_error_make(err, errno, "mkdir '%s'", dirs[i]);
+  if (l->memory_bytes) {
+    if (write_limit(mem, "memory.limit_in_bytes", l->memory_bytes, err) < 0)
+      return -1;
+    /* With swap accounting, memsw must be limited too or the hog just swaps. */
+    cleanup_free char *memsw = xasprintf("%s/memory.memsw.limit_in_bytes", mem);
+    if (access(memsw, F_OK) == 0 &&
+        write_limit(mem, "memory.memsw.limit_in_bytes", l->memory_bytes, err) < 0)
+      return -1;
+  }
+  if (l->pids) {
+    if (write_limit(pids, "pids.max", l->pids, err) < 0)
+      return -1;
+  } else {
+    cleanup_free char *pmax = xasprintf("%s/pids.max", pids);
+    if (agt_write_str(pmax, "max", err) < 0)
+      return -1;
+  }
+  if (l->cpu_millis) {
+    if (write_limit(cpu, "cpu.cfs_period_us", 100000, err) < 0 ||
+        write_limit(cpu, "cpu.cfs_quota_us", l->cpu_millis * 100, err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+int agt_cgroup_v1_attach(struct agt_cgroup_root *r, const char *jail, pid_t pid, agt_error_t *err)
+{
+  char buf[32];
+
+  snprintf(buf, sizeof buf, "%d", (int)pid);
+  for (int i = 0; i < 3; i++) {
+    cleanup_free char *procs = xasprintf("%s/%s/cgroup.procs", r->v1_base[i], jail);
+    if (agt_write_str(procs, buf, err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+int agt_cgroup_v1_destroy(struct agt_cgroup_root *r, const char *jail, agt_error_t *err)
+{
+  int busy = 0;
+
+  for (int i = 0; i < 3; i++) {
+    const char *base = r->v1_base[i];
+    cleanup_free char *dir = xasprintf("%s/%s", base, jail);
+    cleanup_free char *procs = xasprintf("%s/cgroup.procs", dir);
+    agt_error_t e = NULL;
+
+    agt_cgroup_kill_procs(procs);
+    if (agt_cgroup_rmdir(dir, &e) < 0) {
+      if (e->kind != AGT_E_BUSY) {
+        *err = e;
+        return -1;
+      }
+      agt_error_release(&e);
+      busy = 1;
+    }
+  }
+  if (busy)
+    return agt_error_kind(err, AGT_E_BUSY, "cgroup of jail '%s' still has processes", jail);
+  return 0;
+}
+
+int agt_cgroup_v1_stats(struct agt_cgroup_root *r, const char *jail, struct agt_cgroup_stats *s)
+{
+  cleanup_free char *mem = xasprintf("%s/%s", r->v1_base[0], jail);
+  cleanup_free char *pids = xasprintf("%s/%s", r->v1_base[1], jail);
+
+  s->memory_bytes = agt_cgroup_read_u64(mem, "memory.usage_in_bytes");
+  s->pids = agt_cgroup_read_u64(pids, "pids.current");
+  cleanup_free char *cpu = xasprintf("%s/%s", r->v1_base[2], jail);
+
+  /* Present when cpuacct is mounted together with cpu (cpu,cpuacct), as on most distros. */
+  s->cpu_usec = agt_cgroup_read_u64(cpu, "cpuacct.usage") / 1000;
+  return 0;
+}

@@ -1,0 +1,524 @@
+/* agtd ctl: a small client of agtd for use on the guest itself (by tests, and by a person
+ * inside the VM).  One table of commands; each parses its own options from its own table. */
+#include "ctl.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base64.h"
+#include "cleanup.h"
+#include "cli.h"
+#include "rpc.h"
+#include "xalloc.h"
+
+struct ctl {
+  const char *socket;
+  int json;
+  agt_rpc_t rpc;
+  int connected;
+};
+
+enum {
+  OPT_JSON = 256,
+  OPT_GRACE,
+  OPT_MEMORY,
+  OPT_PIDS,
+  OPT_CPU,
+  OPT_NOFILE,
+  OPT_TMP,
+  OPT_LOG,
+  OPT_NO_DOWNLOAD,
+  OPT_ENV,
+};
+
+static int connect_agtd(struct ctl *c, agt_error_t *err)
+{
+  if (c->connected)
+    return 0;
+  if (agt_rpc_connect_unix(&c->rpc, c->socket, err) < 0)
+    return -1;
+  c->connected = 1;
+  return 0;
+}
+
+static int call(struct ctl *c, const char *method, json_t *params, json_t **result,
+                agt_error_t *err)
+{
+  int r;
+
+  if (connect_agtd(c, err) < 0) {
+    json_decref(params);
+    return -1;
+  }
+  r = agt_rpc_call(&c->rpc, method, params, result, err);
+  json_decref(params);
+  return r;
+}
+
+static void print_json(json_t *v)
+{
+  char *s = json_dumps(v, JSON_INDENT(2) | JSON_SORT_KEYS);
+  if (s) {
+    puts(s);
+    free(s);
+  }
+}
+
+static const char *age(json_int_t t, char *buf, size_t n)
+{
+  long s = (long)(time(NULL) - t);
+  if (t == 0)
+    snprintf(buf, n, "-");
+  else if (s < 120)
+    snprintf(buf, n, "%lds", s);
+  else if (s < 7200)
+    snprintf(buf, n, "%ldm", s / 60);
+  else
+    snprintf(buf, n, "%ldh", s / 3600);
+  return buf;
+}
+
+static void print_jails(json_t *jails)
+{
+  size_t i;
+  json_t *j;
+
+  printf("%-24s %-10s %-9s %-6s %-12s %-10s %s\n", "NAME", "AGENT", "STATE", "EXIT", "ROOTFS",
+         "AGE", "MEMORY");
+  json_array_foreach(jails, i, j)
+  {
+    char exitbuf[16] = "-", agebuf[32], mem[24] = "-";
+    json_t *code = json_object_get(j, "exit_code");
+    json_t *usage = json_object_get(j, "usage");
+    if (code)
+      snprintf(exitbuf, sizeof exitbuf, "%d", (int)json_integer_value(code));
+    if (usage)
+      snprintf(mem, sizeof mem, "%.1fM",
+               (double)json_integer_value(json_object_get(usage, "memory")) / 1048576.0);
+    printf("%-24s %-10s %-9s %-6s %-12.12s %-10s %s\n",
+           json_string_value(json_object_get(j, "name")),
+           json_string_value(json_object_get(j, "agent")),
+           json_string_value(json_object_get(j, "state")), exitbuf,
+           json_string_value(json_object_get(j, "rootfs")),
+           age(json_integer_value(json_object_get(j, "created")), agebuf, sizeof agebuf), mem);
+  }
+}
+
+/* Commands. */
+
+static int cmd_hello(struct ctl *c, int argc, char **argv, agt_error_t *err)
+{
+  (void)argc;
+  (void)argv;
+  if (connect_agtd(c, err) < 0)
+    return -1;
+  if (c->json)
+    print_json(c->rpc.hello);
+  else
+    printf("agtd %s, protocol %d\n",
+           json_string_value(json_object_get(c->rpc.hello, "agtd_version")),
+           (int)json_integer_value(json_object_get(c->rpc.hello, "version")));
+  return 0;
+}
+
+static int cmd_status(struct ctl *c, int argc, char **argv, agt_error_t *err)
+{
+  json_t *res;
+
+  (void)argc;
+  (void)argv;
+  if (call(c, "daemon.status", NULL, &res, err) < 0)
+    return -1;
+  print_json(res);
+  json_decref(res);
+  return 0;
+}
+
+struct create_opts {
+  json_t *params;
+  json_t *limits;
+  json_t *env;
+};
+
+static const struct agt_opt create_opts[] = {
+    {'n', "name", "NAME", "the jail's name (required)"},
+    {'a', "agent", "AGENT", "agent profile: shell or opencode (shell)"},
+    {'r', "rootfs", "REF", "rootfs id, id prefix or manifest name (default)"},
+    {'w', "workspace", "DIR", "directory bound read-write at /work (a new one under agtd's state)"},
+    {'e', "env", "KEY=VALUE", "set a variable in the jail's environment (repeatable)"},
+    {OPT_MEMORY, "memory", "SIZE", "memory limit, e.g. 512M (2G)"},
+    {OPT_PIDS, "pids", "N", "process limit (512)"},
+    {OPT_CPU, "cpu", "MILLI", "CPU limit in thousandths of a core (1000)"},
+    {OPT_NOFILE, "nofile", "N", "open file limit (4096)"},
+    {OPT_TMP, "tmp", "SIZE", "size of the jail's /tmp (512M)"},
+    {OPT_LOG, "log", "SIZE", "captured output kept on disk (8M)"},
+    {0, NULL, NULL, NULL},
+};
+
+static int create_opt(void *ctx, int key, const char *arg, agt_error_t *err)
+{
+  struct create_opts *o = ctx;
+  uint64_t v;
+  const char *eq;
+
+  switch (key) {
+  case 'n':
+    json_object_set_new(o->params, "name", json_string(arg));
+    return 0;
+  case 'a':
+    json_object_set_new(o->params, "agent", json_string(arg));
+    return 0;
+  case 'r':
+    json_object_set_new(o->params, "rootfs", json_string(arg));
+    return 0;
+  case 'w':
+    json_object_set_new(o->params, "workspace", json_string(arg));
+    return 0;
+  case 'e':
+    eq = strchr(arg, '=');
+    if (eq == NULL || eq == arg)
+      return agt_error_kind(err, AGT_E_INVALID, "--env takes KEY=VALUE, not '%s'", arg);
+    {
+      cleanup_free char *k = xstrndup(arg, (size_t)(eq - arg));
+      json_object_set_new(o->env, k, json_string(eq + 1));
+    }
+    return 0;
+  case OPT_MEMORY:
+  case OPT_TMP:
+  case OPT_LOG:
+    if (agt_parse_size("size", arg, &v, err) < 0)
+      return -1;
+    json_object_set_new(o->limits,
+                        key == OPT_MEMORY ? "memory"
+                        : key == OPT_TMP  ? "tmp"
+                                          : "log",
+                        json_integer((json_int_t)v));
+    return 0;
+  case OPT_PIDS:
+  case OPT_CPU:
+  case OPT_NOFILE:
+    if (agt_parse_u64("number", arg, &v, err) < 0)
+      return -1;
+    json_object_set_new(o->limits,
+                        key == OPT_PIDS  ? "pids"
+                        : key == OPT_CPU ? "cpu"
+                                         : "nofile",
+                        json_integer((json_int_t)v));
+    return 0;
+  default:
+    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
+  }
+}
+
+static int create_or_run(struct ctl *c, const char *method, int argc, char **argv, agt_error_t *err)
+{
+  struct create_opts o = {json_object(), json_object(), json_object()};
+  json_t *res;
+  int i, r;
+
+  i = agt_opts_parse(argc, argv, create_opts, create_opt, &o, err);
+  if (i == -2) {
+    agt_opts_usage(stdout, "agtd ctl jail run|create --name NAME [OPTIONS] [--] [ARGV...]",
+                   "Create a jail (run also starts it and waits until its agent has exec'd).",
+                   create_opts);
+    r = 0;
+    goto out;
+  }
+  if (i < 0) {
+    r = -1;
+    goto out;
+  }
+  if (i < argc) {
+    json_t *a = json_array();
+    for (; i < argc; i++)
+      json_array_append_new(a, json_string(argv[i]));
+    json_object_set_new(o.params, "argv", a);
+  }
+  if (json_object_size(o.limits))
+    json_object_set(o.params, "limits", o.limits);
+  if (json_object_size(o.env))
+    json_object_set(o.params, "env", o.env);
+  r = call(c, method, json_incref(o.params), &res, err);
+  if (r == 0) {
+    if (c->json) {
+      print_json(res);
+    } else {
+      json_t *ms = json_object_get(res, "start_ms");
+      printf("%s", json_string_value(json_object_get(res, "name")));
+      if (ms)
+        printf(" started in %.2f ms", json_real_value(ms));
+      printf("\n");
+    }
+    json_decref(res);
+  }
+out:
+  json_decref(o.params);
+  json_decref(o.limits);
+  json_decref(o.env);
+  return r;
+}
+
+static int need_name(int argc, char **argv, const char *usage, agt_error_t *err)
+{
+  if (argc < 2 || argv[1][0] == '-')
+    return agt_error_kind(err, AGT_E_INVALID, "usage: agtd ctl %s", usage);
+  return 0;
+}
+
+static int simple(struct ctl *c, const char *method, json_t *params, agt_error_t *err)
+{
+  json_t *res;
+
+  if (call(c, method, params, &res, err) < 0)
+    return -1;
+  if (c->json) {
+    print_json(res);
+  } else if (json_object_get(res, "start_ms")) {
+    printf("%s started in %.2f ms\n", json_string_value(json_object_get(res, "name")),
+           json_real_value(json_object_get(res, "start_ms")));
+  } else if (json_object_get(res, "state")) {
+    json_t *code = json_object_get(res, "exit_code");
+    printf("%s: %s", json_string_value(json_object_get(res, "name")),
+           json_string_value(json_object_get(res, "state")));
+    if (code)
+      printf(" (exit code %d)", (int)json_integer_value(code));
+    printf("\n");
+  } else {
+    print_json(res);
+  }
+  json_decref(res);
+  return 0;
+}
+
+static int cmd_jail(struct ctl *c, int argc, char **argv, agt_error_t *err)
+{
+  const char *sub = argc > 1 ? argv[1] : "";
+
+  argc--;
+  argv++;
+  if (strcmp(sub, "run") == 0 || strcmp(sub, "create") == 0)
+    return create_or_run(c, strcmp(sub, "run") == 0 ? "jail.run" : "jail.create", argc, argv, err);
+  if (strcmp(sub, "ls") == 0) {
+    json_t *res;
+    if (call(c, "jail.ls", NULL, &res, err) < 0)
+      return -1;
+    if (c->json)
+      print_json(json_object_get(res, "jails"));
+    else
+      print_jails(json_object_get(res, "jails"));
+    json_decref(res);
+    return 0;
+  }
+  if (strcmp(sub, "start") == 0 || strcmp(sub, "inspect") == 0 || strcmp(sub, "wait") == 0) {
+    json_t *res;
+    if (need_name(argc, argv, "jail start|inspect|wait NAME", err) < 0)
+      return -1;
+    if (strcmp(sub, "inspect") == 0) {
+      if (call(c, "jail.inspect", json_pack("{s:s}", "name", argv[1]), &res, err) < 0)
+        return -1;
+      print_json(res);
+      json_decref(res);
+      return 0;
+    }
+    return simple(c, strcmp(sub, "start") == 0 ? "jail.start" : "jail.wait",
+                  json_pack("{s:s}", "name", argv[1]), err);
+  }
+  if (strcmp(sub, "stop") == 0) {
+    uint64_t grace = 10000;
+    if (need_name(argc, argv, "jail stop NAME [GRACE_MS]", err) < 0)
+      return -1;
+    if (argc > 2 && agt_parse_u64("grace period", argv[2], &grace, err) < 0)
+      return -1;
+    return simple(c, "jail.stop",
+                  json_pack("{s:s, s:I}", "name", argv[1], "grace_ms", (json_int_t)grace), err);
+  }
+  if (strcmp(sub, "kill") == 0) {
+    uint64_t sig = SIGKILL;
+    if (need_name(argc, argv, "jail kill NAME [SIGNAL]", err) < 0)
+      return -1;
+    if (argc > 2 && agt_parse_u64("signal", argv[2], &sig, err) < 0)
+      return -1;
+    return simple(c, "jail.kill",
+                  json_pack("{s:s, s:I}", "name", argv[1], "signal", (json_int_t)sig), err);
+  }
+  if (strcmp(sub, "rm") == 0) {
+    int force = argc > 2 && (strcmp(argv[2], "-f") == 0 || strcmp(argv[2], "--force") == 0);
+    if (need_name(argc, argv, "jail rm NAME [--force]", err) < 0)
+      return -1;
+    return simple(c, "jail.rm", json_pack("{s:s, s:b}", "name", argv[1], "force", force), err);
+  }
+  if (strcmp(sub, "logs") == 0) {
+    int follow = argc > 2 && (strcmp(argv[2], "-f") == 0 || strcmp(argv[2], "--follow") == 0);
+    uint64_t offset = 0;
+    if (need_name(argc, argv, "jail logs NAME [-f]", err) < 0)
+      return -1;
+    for (;;) {
+      json_t *res;
+      const char *b64, *state;
+      size_t len;
+      cleanup_free char *data = NULL;
+      uint64_t next, end;
+
+      if (call(c, "jail.logs",
+               json_pack("{s:s, s:I}", "name", argv[1], "offset", (json_int_t)offset), &res,
+               err) < 0)
+        return -1;
+      b64 = json_string_value(json_object_get(res, "data_b64"));
+      data = b64 ? agt_base64_decode(b64, &len) : NULL;
+      if (data && len && fwrite(data, 1, len, stdout) != len) {
+        json_decref(res);
+        return agt_error_make(err, errno, "write logs");
+      }
+      next = (uint64_t)json_integer_value(json_object_get(res, "next"));
+      end = (uint64_t)json_integer_value(json_object_get(res, "end"));
+      state = json_string_value(json_object_get(res, "state"));
+      offset = next;
+      if (next >= end &&
+          (!follow || strcmp(state, "exited") == 0 || strcmp(state, "created") == 0)) {
+        json_decref(res);
+        break;
+      }
+      json_decref(res);
+      fflush(stdout);
+      if (next >= end)
+        usleep(100000);
+    }
+    fflush(stdout);
+    return 0;
+  }
+  return agt_error_kind(err, AGT_E_INVALID,
+                        "unknown jail command '%s' (run, create, start, stop, kill, rm, ls, "
+                        "inspect, logs, wait)",
+                        sub);
+}
+
+static int cmd_rootfs(struct ctl *c, int argc, char **argv, agt_error_t *err)
+{
+  const char *sub = argc > 1 ? argv[1] : "";
+  json_t *res;
+
+  if (strcmp(sub, "build") == 0) {
+    int download = 1;
+    cleanup_free char *abs = NULL;
+    if (argc < 3)
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "usage: agtd ctl rootfs build MANIFEST [--no-download]");
+    download = !(argc > 3 && strcmp(argv[3], "--no-download") == 0);
+    abs = realpath(argv[2], NULL);
+    if (abs == NULL)
+      return agt_error_make(err, errno, "manifest '%s'", argv[2]);
+    if (call(c, "rootfs.build",
+             json_pack("{s:s, s:b}", "manifest", abs, "allow_download", download), &res, err) < 0)
+      return -1;
+    if (c->json)
+      print_json(res);
+    else
+      printf("%s %s (%lld files, %.1f MB)\n", json_string_value(json_object_get(res, "id")),
+             json_string_value(json_object_get(res, "name")),
+             (long long)json_integer_value(json_object_get(res, "files")),
+             (double)json_integer_value(json_object_get(res, "bytes")) / 1e6);
+    json_decref(res);
+    return 0;
+  }
+  if (strcmp(sub, "ls") == 0) {
+    size_t i;
+    json_t *r;
+    if (call(c, "rootfs.ls", NULL, &res, err) < 0)
+      return -1;
+    if (c->json) {
+      print_json(json_object_get(res, "rootfs"));
+    } else {
+      printf("%-16s %-12s %-10s %s\n", "ID", "NAME", "SIZE", "JAILS");
+      json_array_foreach(json_object_get(res, "rootfs"), i, r)
+      {
+        printf("%-16.16s %-12s %-10.1f %zu\n", json_string_value(json_object_get(r, "id")),
+               json_string_value(json_object_get(r, "name")),
+               (double)json_integer_value(json_object_get(r, "bytes")) / 1e6,
+               json_array_size(json_object_get(r, "jails")));
+      }
+    }
+    json_decref(res);
+    return 0;
+  }
+  if (strcmp(sub, "rm") == 0) {
+    if (argc < 3)
+      return agt_error_kind(err, AGT_E_INVALID, "usage: agtd ctl rootfs rm REF");
+    return simple(c, "rootfs.rm", json_pack("{s:s}", "ref", argv[2]), err);
+  }
+  return agt_error_kind(err, AGT_E_INVALID, "unknown rootfs command '%s' (build, ls, rm)", sub);
+}
+
+static const struct {
+  const char *name;
+  int (*fn)(struct ctl *c, int argc, char **argv, agt_error_t *err);
+  const char *help;
+} commands[] = {
+    {"hello", cmd_hello, "check that agtd answers, and print its version"},
+    {"status", cmd_status, "agtd's state: uptime, cgroup version, jails"},
+    {"jail", cmd_jail, "run|create|start|stop|kill|rm|ls|inspect|logs [-f]|wait"},
+    {"rootfs", cmd_rootfs, "build MANIFEST | ls | rm REF"},
+};
+
+static const struct agt_opt ctl_opts[] = {
+    {'s', "socket", "PATH", "agtd's socket (/run/agt/agtd.sock)"},
+    {OPT_JSON, "json", NULL, "print replies as JSON"},
+    {0, NULL, NULL, NULL},
+};
+
+static int ctl_opt(void *ctx, int key, const char *arg, agt_error_t *err)
+{
+  struct ctl *c = ctx;
+
+  (void)err;
+  if (key == 's')
+    c->socket = arg;
+  else if (key == OPT_JSON)
+    c->json = 1;
+  return 0;
+}
+
+static void ctl_usage(FILE *f)
+{
+  agt_opts_usage(f, "agtd ctl [OPTIONS] COMMAND [ARGS...]",
+                 "Drive agtd on this machine over its unix socket.", ctl_opts);
+  fprintf(f, "\ncommands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(f, "  %-28s %s\n", commands[i].name, commands[i].help);
+}
+
+int agtd_ctl_main(int argc, char **argv)
+{
+  struct ctl c = {.socket = AGT_DEFAULT_SOCKET};
+  agt_error_t err = NULL;
+  int i, r = -1;
+
+  i = agt_opts_parse(argc, argv, ctl_opts, ctl_opt, &c, &err);
+  if (i == -2 || (i >= 0 && i >= argc)) {
+    ctl_usage(i == -2 ? stdout : stderr);
+    return i == -2 ? 0 : 2;
+  }
+  if (i > 0) {
+    size_t k;
+    for (k = 0; k < sizeof commands / sizeof commands[0]; k++)
+      if (strcmp(commands[k].name, argv[i]) == 0)
+        break;
+    if (k == sizeof commands / sizeof commands[0])
+      agt_error_kind(&err, AGT_E_INVALID, "unknown command '%s'", argv[i]);
+    else
+      r = commands[k].fn(&c, argc - i, argv + i, &err);
+  }
+  if (c.connected)
+    agt_rpc_close(&c.rpc);
+  if (r < 0 || err) {
+    fprintf(stderr, "agtd ctl: %s\n", err ? err->msg : "failed");
+    r = err && err->kind == AGT_E_INVALID ? 2 : 1;
+    agt_error_release(&err);
+    return r;
+  }
+  return 0;
+}

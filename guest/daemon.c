@@ -1,0 +1,117 @@
+#include "daemon.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "jail.h"
+#include "server.h"
+#include "xalloc.h"
+
+void agtd_log(const char *fmt, ...)
+{
+  va_list ap;
+
+  fputs("agtd: ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+  agtd_t *d = s->data;
+
+  agtd_log("signal %d: shutting down", signum);
+  d->shutting_down = 1;
+  /* Jails die with agtd (their inits have PDEATHSIG); their records say so on restart. */
+  for (agt_jail_t *j = d->jails; j; j = j->next)
+    if (j->pidfd >= 0)
+      agt_jail_kill(j, SIGKILL, NULL);
+  agt_server_close(d);
+  uv_signal_stop(&d->sigterm);
+  uv_signal_stop(&d->sigint);
+  uv_stop(d->loop);
+}
+
+int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_error_t *err)
+{
+  struct rlimit rl;
+
+  memset(d, 0, sizeof *d);
+  d->loop = loop;
+  d->cfg = *cfg;
+  d->started = time(NULL);
+  d->jails_dir = xasprintf("%s/jails", cfg->state_dir);
+  d->rootfs_dir = xasprintf("%s/rootfs", cfg->state_dir);
+  d->workspaces_dir = xasprintf("%s/workspaces", cfg->state_dir);
+
+  if (geteuid() != 0)
+    return agt_error_kind(err, AGT_E_STATE, "agtd must run as root");
+  /* Not dumpable: no jail process can reach agtd's memory or fds through /proc or ptrace. */
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  /* Many jails hold several fds each (pidfd, three pipes, a log). */
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  umask(022);
+  if (agt_mkdir_p(cfg->state_dir, 0711, err) < 0 || agt_mkdir_p(d->jails_dir, 0700, err) < 0 ||
+      agt_mkdir_p(d->rootfs_dir, 0755, err) < 0 || agt_mkdir_p(d->workspaces_dir, 0755, err) < 0)
+    return agt_error_wrap(err, "state directory");
+  if (agt_cgroup_root_init(&d->cgroup, cfg->cgroup_parent, err) < 0)
+    return agt_error_wrap(err, "cgroups");
+  if (agt_seccomp_compile(&d->seccomp, err) < 0)
+    return agt_error_wrap(err, "seccomp filter");
+  if (agt_jail_load_all(d, err) < 0)
+    return -1;
+  if (agt_server_listen(d, err) < 0)
+    return -1;
+  uv_signal_init(loop, &d->sigterm);
+  uv_signal_init(loop, &d->sigint);
+  d->sigterm.data = d->sigint.data = d;
+  uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+  uv_signal_start(&d->sigint, on_signal, SIGINT);
+  agtd_log("listening on %s (cgroup v%d, %u jail records)", cfg->socket_path, d->cgroup.version,
+           d->njails);
+  return 0;
+}
+
+int agtd_run(agtd_t *d)
+{
+  return uv_run(d->loop, UV_RUN_DEFAULT);
+}
+
+static void close_walk_cb(uv_handle_t *h, void *arg)
+{
+  (void)arg;
+  if (!uv_is_closing(h))
+    uv_close(h, NULL);
+}
+
+void agtd_release(agtd_t *d)
+{
+  /* Close every handle first (their callbacks still see the jails), then free the jails. */
+  d->shutting_down = 1;
+  uv_walk(d->loop, close_walk_cb, NULL);
+  uv_run(d->loop, UV_RUN_DEFAULT);
+  while (d->jails) {
+    agt_jail_t *j = d->jails;
+    d->jails = j->next;
+    agt_jail_free_now(j);
+  }
+  agt_seccomp_release(&d->seccomp);
+  agt_cgroup_root_release(&d->cgroup);
+  free(d->jails_dir);
+  free(d->rootfs_dir);
+  free(d->workspaces_dir);
+}

@@ -1,0 +1,55 @@
+/* agtd: the daemon's context.  One instance per process; everything per-request or
+ * per-jail hangs off it (no process-wide mutable state elsewhere). */
+#ifndef AGT_DAEMON_H
+#define AGT_DAEMON_H
+
+#include <jansson.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "cgroup.h"
+#include "error.h"
+#include "jail_seccomp.h"
+
+struct agt_jail_s;
+struct agt_client_s;
+
+struct agtd_config {
+  const char *socket_path;            /* /run/agt/agtd.sock */
+  const char *state_dir;              /* /var/lib/agt: jails/, rootfs/, workspaces/ */
+  const char *group;                  /* socket group, or NULL for root only */
+  unsigned max_clients;               /* connections served at once */
+  unsigned max_jails;                 /* jail records at once */
+  const char *cgroup_parent;          /* cgroup under which jails live ("agt") */
+  const char *const *workspace_roots; /* a workspace must lie under one of these */
+  size_t nworkspace_roots;
+};
+
+struct agtd_s {
+  uv_loop_t *loop;
+  struct agtd_config cfg;
+  char *jails_dir;      /* <state>/jails */
+  char *rootfs_dir;     /* <state>/rootfs */
+  char *workspaces_dir; /* <state>/workspaces */
+  uv_pipe_t listener;
+  uv_signal_t sigterm, sigint;
+  struct agt_client_s *clients; /* list */
+  unsigned nclients;
+  struct agt_jail_s *jails; /* list, in creation order */
+  unsigned njails;
+  unsigned pending_builds; /* rootfs builds running in the threadpool */
+  struct agt_cgroup_root cgroup;
+  struct agt_seccomp_prog seccomp;
+  int shutting_down;
+  time_t started;
+};
+typedef struct agtd_s agtd_t;
+
+int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_error_t *err);
+int agtd_run(agtd_t *d);
+void agtd_release(agtd_t *d);
+
+/* Logging to stderr (journald picks it up under systemd). */
+void agtd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

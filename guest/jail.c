@@ -1,0 +1,630 @@
+/* Jail records: validation of a create request, the on-disk record, listing. */
+#include "jail.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "daemon.h"
+#include "fsutil.h"
+#include "names.h"
+#include "proto.h"
+#include "rootfs/rootfs.h"
+#include "server.h"
+#include "xalloc.h"
+
+#define AGT_JAIL_UID_BASE 200000
+#define AGT_JAIL_UID_SLOTS 60000
+
+static const char *const state_names[] = {
+    [AGT_JAIL_CREATED] = "created", [AGT_JAIL_STARTING] = "starting",
+    [AGT_JAIL_RUNNING] = "running", [AGT_JAIL_STOPPING] = "stopping",
+    [AGT_JAIL_EXITED] = "exited",
+};
+
+const char *agt_jail_state_name(enum agt_jail_state s)
+{
+  return state_names[s];
+}
+
+static enum agt_jail_state state_from_name(const char *s)
+{
+  for (size_t i = 0; i < sizeof state_names / sizeof state_names[0]; i++)
+    if (s && strcmp(s, state_names[i]) == 0)
+      return (enum agt_jail_state)i;
+  return AGT_JAIL_EXITED;
+}
+
+agt_jail_t *agt_jail_find(struct agtd_s *d, const char *name)
+{
+  for (agt_jail_t *j = d->jails; j; j = j->next)
+    if (strcmp(j->name, name) == 0 && !j->removing)
+      return j;
+  return NULL;
+}
+
+/* Agent profiles: what runs when a request names an agent and gives no argv. */
+static const struct {
+  const char *agent;
+  const char *const argv[8];
+} profiles[] = {
+    {"shell", {"/bin/sh", NULL}},
+    {"opencode", {"opencode", "serve", "--hostname", "127.0.0.1", "--port", "4096", NULL}},
+};
+
+static const char *const default_env[] = {
+    "PATH=/usr/local/bin:/usr/bin:/bin",
+    "HOME=/home/agent",
+    "USER=agent",
+    "LOGNAME=agent",
+    "SHELL=/bin/sh",
+    "TMPDIR=/tmp",
+    "LANG=C.UTF-8",
+    "TERM=xterm-256color",
+};
+
+static void paths_init(agt_jail_t *j)
+{
+  j->dir = xasprintf("%s/%s", j->d->jails_dir, j->name);
+  j->upper = xasprintf("%s/upper", j->dir);
+  j->work = xasprintf("%s/work", j->dir);
+  j->merged = xasprintf("%s/root", j->dir);
+  j->log_path = xasprintf("%s/console.log", j->dir);
+  j->log_old_path = xasprintf("%s/console.log.1", j->dir);
+}
+
+static agt_jail_t *jail_new(struct agtd_s *d, const char *name)
+{
+  agt_jail_t *j = xzalloc(sizeof *j);
+
+  j->d = d;
+  j->name = xstrdup(name);
+  j->pidfd = -1;
+  j->log_fd = -1;
+  uv_timer_init(d->loop, &j->stop_timer);
+  j->stop_timer.data = j;
+  paths_init(j);
+  return j;
+}
+
+static void jail_link(struct agtd_s *d, agt_jail_t *j)
+{
+  agt_jail_t **p = &d->jails;
+
+  while (*p)
+    p = &(*p)->next;
+  *p = j;
+  d->njails++;
+}
+
+static char **strv_from_json(json_t *arr, const char *what, size_t max, agt_error_t *err)
+{
+  size_t n = json_array_size(arr), i;
+  cleanup_strv char **v = NULL;
+
+  if (!json_is_array(arr) || n == 0)
+    return agt_error_kind(err, AGT_E_INVALID, "'%s' must be a non-empty array of strings", what),
+           NULL;
+  if (n > max)
+    return agt_error_kind(err, AGT_E_LIMIT, "'%s' has more than %zu entries", what, max), NULL;
+  v = xzalloc((n + 1) * sizeof *v);
+  for (i = 0; i < n; i++) {
+    json_t *s = json_array_get(arr, i);
+    if (!json_is_string(s) || json_string_length(s) > AGT_JAIL_STR_MAX ||
+        strlen(json_string_value(s)) != json_string_length(s))
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "'%s[%zu]' must be a string of at most %d bytes without NUL", what, i,
+                            AGT_JAIL_STR_MAX),
+             NULL;
+    v[i] = xstrdup(json_string_value(s));
+  }
+  return steal_pointer(&v);
+}
+
+static int env_name_ok(const char *k)
+{
+  if (!((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') || *k == '_'))
+    return 0;
+  for (; *k; k++)
+    if (!((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') || (*k >= '0' && *k <= '9') ||
+          *k == '_'))
+      return 0;
+  return 1;
+}
+
+/* The default environment with the request's variables laid over it. */
+static char **env_build(json_t *obj, agt_error_t *err)
+{
+  size_t nd = sizeof default_env / sizeof default_env[0];
+  size_t n = 0, cap = nd + json_object_size(obj) + 1;
+  cleanup_strv char **v = NULL;
+  const char *k;
+  json_t *val;
+
+  if (obj && !json_is_object(obj))
+    return agt_error_kind(err, AGT_E_INVALID, "'env' must be an object of strings"), NULL;
+  if (json_object_size(obj) > AGT_JAIL_ENV_MAX)
+    return agt_error_kind(err, AGT_E_LIMIT, "'env' has more than %d entries", AGT_JAIL_ENV_MAX),
+           NULL;
+  v = xzalloc(cap * sizeof *v);
+  for (size_t i = 0; i < nd; i++) {
+    size_t klen = strcspn(default_env[i], "=");
+    char key[32];
+    snprintf(key, sizeof key, "%.*s", (int)klen, default_env[i]);
+    if (obj && json_object_get(obj, key))
+      continue;
+    v[n++] = xstrdup(default_env[i]);
+  }
+  json_object_foreach(obj, k, val)
+  {
+    if (!env_name_ok(k) || strlen(k) > 256)
+      return agt_error_kind(err, AGT_E_INVALID, "'env' key '%.64s' is not a variable name", k),
+             NULL;
+    if (!json_is_string(val) || json_string_length(val) > AGT_JAIL_STR_MAX ||
+        strlen(json_string_value(val)) != json_string_length(val))
+      return agt_error_kind(err, AGT_E_INVALID, "'env.%s' must be a string without NUL", k), NULL;
+    v[n++] = xasprintf("%s=%s", k, json_string_value(val));
+  }
+  return steal_pointer(&v);
+}
+
+static int limits_from_json(json_t *obj, struct agt_jail_limits *l, agt_error_t *err)
+{
+  static const char *const known[] = {"memory", "pids", "cpu", "nofile", "tmp", "log", NULL};
+  const char *k;
+  json_t *v;
+  uint64_t val;
+
+  l->cg.memory_bytes = AGT_JAIL_DEFAULT_MEMORY;
+  l->cg.pids = AGT_JAIL_DEFAULT_PIDS;
+  l->cg.cpu_millis = AGT_JAIL_DEFAULT_CPU;
+  l->nofile = AGT_JAIL_DEFAULT_NOFILE;
+  l->tmp_bytes = AGT_JAIL_DEFAULT_TMP;
+  l->log_bytes = AGT_JAIL_DEFAULT_LOG;
+  if (obj == NULL || json_is_null(obj))
+    return 0;
+  if (!json_is_object(obj))
+    return agt_error_kind(err, AGT_E_INVALID, "'limits' must be an object");
+  json_object_foreach(obj, k, v)
+  {
+    size_t i;
+    for (i = 0; known[i]; i++)
+      if (strcmp(k, known[i]) == 0)
+        break;
+    if (known[i] == NULL)
+      return agt_error_kind(err, AGT_E_INVALID, "unknown limit 'limits.%.64s'", k);
+  }
+  if (agt_param_u64(obj, "memory", 0, &l->cg.memory_bytes, err) < 0 ||
+      agt_param_u64(obj, "pids", 0, &l->cg.pids, err) < 0 ||
+      agt_param_u64(obj, "cpu", 0, &l->cg.cpu_millis, err) < 0 ||
+      agt_param_u64(obj, "nofile", 0, &l->nofile, err) < 0 ||
+      agt_param_u64(obj, "tmp", 0, &l->tmp_bytes, err) < 0 ||
+      agt_param_u64(obj, "log", 0, &l->log_bytes, err) < 0)
+    return agt_error_wrap(err, "limits");
+  val = l->cg.memory_bytes;
+  if (val && val < (8ull << 20))
+    return agt_error_kind(err, AGT_E_INVALID, "limits.memory must be at least 8 MiB");
+  if (l->nofile < 16 || l->nofile > (1u << 20))
+    return agt_error_kind(err, AGT_E_INVALID, "limits.nofile must be within 16..1048576");
+  if (l->tmp_bytes < (1u << 20))
+    return agt_error_kind(err, AGT_E_INVALID, "limits.tmp must be at least 1 MiB");
+  if (l->log_bytes < 4096)
+    return agt_error_kind(err, AGT_E_INVALID, "limits.log must be at least 4096 bytes");
+  if (l->cg.cpu_millis > 1000000)
+    return agt_error_kind(err, AGT_E_INVALID, "limits.cpu is in thousandths of a core");
+  return 0;
+}
+
+static json_t *limits_to_json(const struct agt_jail_limits *l)
+{
+  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "memory", (json_int_t)l->cg.memory_bytes,
+                   "pids", (json_int_t)l->cg.pids, "cpu", (json_int_t)l->cg.cpu_millis, "nofile",
+                   (json_int_t)l->nofile, "tmp", (json_int_t)l->tmp_bytes, "log",
+                   (json_int_t)l->log_bytes);
+}
+
+static uid_t alloc_uid(struct agtd_s *d)
+{
+  for (uid_t slot = 0; slot < AGT_JAIL_UID_SLOTS; slot++) {
+    uid_t uid = AGT_JAIL_UID_BASE + slot;
+    agt_jail_t *j;
+    for (j = d->jails; j; j = j->next)
+      if (j->uid == uid)
+        break;
+    if (j == NULL)
+      return uid;
+  }
+  return 0;
+}
+
+/* A workspace must lie under one of agtd's workspace roots, so that a member of the socket's
+ * group cannot bind /etc or another jail's files into a jail. */
+static int workspace_allowed(struct agtd_s *d, const char *ws, agt_error_t *err)
+{
+  for (size_t i = 0; i < d->cfg.nworkspace_roots; i++) {
+    const char *root = d->cfg.workspace_roots[i];
+    size_t n = strlen(root);
+    if (strncmp(ws, root, n) == 0 && ws[n] == '/')
+      return 0;
+  }
+  return agt_error_kind(
+      err, AGT_E_INVALID,
+      "workspace '%s' is not under a workspace root of agtd (see --workspace-root)", ws);
+}
+
+static int write_identity(agt_jail_t *j, agt_error_t *err)
+{
+  cleanup_free char *etc = xasprintf("%s/etc", j->upper);
+  cleanup_free char *home = xasprintf("%s/home/agent", j->upper);
+  cleanup_free char *passwd_path = xasprintf("%s/passwd", etc);
+  cleanup_free char *group_path = xasprintf("%s/group", etc);
+  cleanup_free char *passwd = xasprintf("root:x:0:0:root:/root:/bin/sh\n"
+                                        "agent:x:%u:%u:agent:/home/agent:/bin/sh\n"
+                                        "nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+                                        (unsigned)j->uid, (unsigned)j->gid);
+  cleanup_free char *group =
+      xasprintf("root:x:0:\nagent:x:%u:\nnogroup:x:65534:\n", (unsigned)j->gid);
+
+  if (agt_mkdir_p(etc, 0755, err) < 0 || agt_mkdir_p(home, 0755, err) < 0)
+    return -1;
+  if (chown(home, j->uid, j->gid) < 0 || chmod(home, 0700) < 0)
+    return agt_error_make(err, errno, "chown '%s'", home);
+  if (agt_write_file_atomic(passwd_path, passwd, strlen(passwd), 0644, err) < 0 ||
+      agt_write_file_atomic(group_path, group, strlen(group), 0644, err) < 0)
+    return -1;
+  return 0;
+}
+
+int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_error_t *err)
+{
+  static const char *const known[] = {"name", "agent", "rootfs", "workspace",
+                                      "argv", "env",   "limits", NULL};
+  const char *name = NULL, *agent = "shell", *rootfs = "default", *ws = NULL;
+  json_t *info = NULL;
+  agt_jail_t *j = NULL;
+  const char *k;
+  json_t *v;
+  struct stat st;
+
+  json_object_foreach(params, k, v)
+  {
+    size_t i;
+    for (i = 0; known[i]; i++)
+      if (strcmp(k, known[i]) == 0)
+        break;
+    if (known[i] == NULL)
+      return agt_error_kind(err, AGT_E_INVALID, "unknown field '%.64s'", k);
+  }
+  if (agt_param_str(params, "name", 1, &name, err) < 0 ||
+      agt_param_str(params, "agent", 0, &agent, err) < 0 ||
+      agt_param_str(params, "rootfs", 0, &rootfs, err) < 0 ||
+      agt_param_str(params, "workspace", 0, &ws, err) < 0)
+    return -1;
+  agent = agent ? agent : "shell";
+  rootfs = rootfs ? rootfs : "default";
+  if (agt_name_check("jail name", name, err) < 0 || agt_name_check("agent", agent, err) < 0)
+    return -1;
+  if (agt_jail_find(d, name))
+    return agt_error_kind(err, AGT_E_EXISTS, "jail '%s' exists already", name);
+  if (d->njails >= d->cfg.max_jails)
+    return agt_error_kind(err, AGT_E_LIMIT, "agtd holds %u jails already (the limit)", d->njails);
+  if (ws) {
+    cleanup_close int fd = -1;
+    if (agt_abspath_check("workspace", ws, err) < 0 || workspace_allowed(d, ws, err) < 0)
+      return -1;
+    fd = agt_open_nofollow(ws, O_PATH | O_DIRECTORY, err);
+    if (fd < 0)
+      return agt_error_wrap(err, "workspace");
+    if (fstat(fd, &st) < 0)
+      return agt_error_make(err, errno, "stat workspace '%s'", ws);
+  }
+  j = jail_new(d, name);
+  j->agent = xstrdup(agent);
+  j->created = time(NULL);
+  j->state = AGT_JAIL_CREATED;
+
+  if (json_object_get(params, "argv")) {
+    j->argv = strv_from_json(json_object_get(params, "argv"), "argv", AGT_JAIL_ARGV_MAX, err);
+    if (j->argv == NULL)
+      goto fail;
+  } else {
+    size_t i, n;
+    for (i = 0; i < sizeof profiles / sizeof profiles[0]; i++)
+      if (strcmp(profiles[i].agent, agent) == 0)
+        break;
+    if (i == sizeof profiles / sizeof profiles[0]) {
+      agt_error_kind(err, AGT_E_INVALID, "agent '%s' has no default command: give 'argv'", agent);
+      goto fail;
+    }
+    for (n = 0; profiles[i].argv[n]; n++)
+      ;
+    j->argv = xzalloc((n + 1) * sizeof *j->argv);
+    for (size_t m = 0; m < n; m++)
+      j->argv[m] = xstrdup(profiles[i].argv[m]);
+  }
+  j->env = env_build(json_object_get(params, "env"), err);
+  if (j->env == NULL)
+    goto fail;
+  if (limits_from_json(json_object_get(params, "limits"), &j->limits, err) < 0)
+    goto fail;
+  /* The rootfs last: every cheaper check has passed. */
+  if (agt_rootfs_resolve(d->rootfs_dir, rootfs, &info, err) < 0) {
+    agt_error_wrap(err, "rootfs '%s'", rootfs);
+    goto fail;
+  }
+  j->rootfs_id = xstrdup(json_string_value(json_object_get(info, "id")));
+  j->rootfs_path = xstrdup(json_string_value(json_object_get(info, "path")));
+  json_decref(info);
+
+  /* The jail user: the workspace's owner when that is not root (jails sharing a project
+   * share its owner), else a uid of the jail's own. */
+  if (ws && st.st_uid != 0) {
+    j->uid = st.st_uid;
+    j->gid = st.st_gid;
+    j->workspace = xstrdup(ws);
+  } else {
+    j->uid = j->gid = alloc_uid(d);
+    if (j->uid == 0) {
+      agt_error_kind(err, AGT_E_LIMIT, "no jail uid left");
+      goto fail;
+    }
+    if (ws) {
+      j->workspace = xstrdup(ws);
+    } else {
+      j->workspace = xasprintf("%s/%s", d->workspaces_dir, name);
+      j->workspace_owned = 1;
+    }
+  }
+
+  if (mkdir(j->dir, 0700) < 0) {
+    agt_error_make(err, errno, "mkdir '%s'", j->dir);
+    goto fail;
+  }
+  if (mkdir(j->upper, 0755) < 0 || mkdir(j->work, 0700) < 0 || mkdir(j->merged, 0755) < 0) {
+    agt_error_make(err, errno, "create the directories of jail '%s'", name);
+    goto fail_dir;
+  }
+  if (write_identity(j, err) < 0)
+    goto fail_dir;
+  if (j->workspace_owned) {
+    if (mkdir(j->workspace, 0755) < 0 && errno != EEXIST) {
+      agt_error_make(err, errno, "mkdir '%s'", j->workspace);
+      goto fail_dir;
+    }
+    if (chown(j->workspace, j->uid, j->gid) < 0) {
+      agt_error_make(err, errno, "chown '%s'", j->workspace);
+      goto fail_dir;
+    }
+  }
+  if (agt_jail_save(j, err) < 0)
+    goto fail_dir;
+  jail_link(d, j);
+  *out = j;
+  return 0;
+
+fail_dir:
+  agt_rm_rf(j->dir, NULL);
+fail:
+  agt_jail_free(j);
+  return -1;
+}
+
+json_t *agt_jail_to_json(agt_jail_t *j, int full)
+{
+  json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "name", j->name, "agent", j->agent,
+                        "state", agt_jail_state_name(j->state), "rootfs", j->rootfs_id, "created",
+                        (json_int_t)j->created, "runs", (json_int_t)j->runs);
+
+  json_object_set_new(o, "workspace", json_string(j->workspace));
+  if (j->started)
+    json_object_set_new(o, "started", json_integer(j->started));
+  if (j->state == AGT_JAIL_RUNNING || j->state == AGT_JAIL_STARTING ||
+      j->state == AGT_JAIL_STOPPING) {
+    struct agt_cgroup_stats s;
+    json_object_set_new(o, "pid", json_integer(j->pid));
+    if (agt_cgroup_stats(&j->d->cgroup, j->name, &s) == 0)
+      json_object_set_new(o, "usage",
+                          json_pack("{s:I, s:I, s:I}", "memory", (json_int_t)s.memory_bytes, "pids",
+                                    (json_int_t)s.pids, "cpu_usec", (json_int_t)s.cpu_usec));
+  }
+  if (j->state == AGT_JAIL_EXITED) {
+    json_object_set_new(o, "exit_code", json_integer(j->exit_code));
+    if (j->exit_signal)
+      json_object_set_new(o, "exit_signal", json_integer(j->exit_signal));
+    json_object_set_new(o, "finished", json_integer(j->finished));
+  }
+  if (j->exit_reason)
+    json_object_set_new(o, "reason", json_string(j->exit_reason));
+  if (full) {
+    json_t *argv = json_array(), *env = json_array();
+    for (char **a = j->argv; a && *a; a++)
+      json_array_append_new(argv, json_string(*a));
+    /* Only variable names: values may be secrets. */
+    for (char **e = j->env; e && *e; e++)
+      json_array_append_new(env, json_stringn(*e, strcspn(*e, "=")));
+    json_object_set_new(o, "argv", argv);
+    json_object_set_new(o, "env", env);
+    json_object_set_new(o, "limits", limits_to_json(&j->limits));
+    json_object_set_new(o, "uid", json_integer(j->uid));
+    json_object_set_new(o, "gid", json_integer(j->gid));
+    json_object_set_new(o, "rootfs_path", json_string(j->rootfs_path));
+    json_object_set_new(o, "dir", json_string(j->dir));
+    json_object_set_new(o, "log_bytes", json_integer((json_int_t)(j->log_base + j->log_size)));
+  }
+  return o;
+}
+
+int agt_jail_save(agt_jail_t *j, agt_error_t *err)
+{
+  json_t *o = agt_jail_to_json(j, 0);
+  json_t *argv = json_array(), *env = json_array();
+  cleanup_free char *path = xasprintf("%s/jail.json", j->dir);
+  char *s;
+  int r;
+
+  for (char **a = j->argv; a && *a; a++)
+    json_array_append_new(argv, json_string(*a));
+  for (char **e = j->env; e && *e; e++)
+    json_array_append_new(env, json_string(*e));
+  json_object_set_new(o, "argv", argv);
+  json_object_set_new(o, "env", env);
+  json_object_set_new(o, "limits", limits_to_json(&j->limits));
+  json_object_set_new(o, "uid", json_integer(j->uid));
+  json_object_set_new(o, "gid", json_integer(j->gid));
+  json_object_set_new(o, "rootfs_path", json_string(j->rootfs_path));
+  json_object_set_new(o, "workspace_owned", json_boolean(j->workspace_owned));
+  json_object_set_new(o, "log_base", json_integer((json_int_t)j->log_base));
+  json_object_set_new(o, "log_old_base", json_integer((json_int_t)j->log_old_base));
+  json_object_set_new(o, "log_size", json_integer((json_int_t)j->log_size));
+  s = json_dumps(o, JSON_INDENT(2));
+  json_decref(o);
+  r = agt_write_file_atomic(path, s, strlen(s), 0600, err);
+  free(s);
+  return r;
+}
+
+static int load_one(struct agtd_s *d, const char *name, agt_error_t *err)
+{
+  cleanup_free char *path = xasprintf("%s/%s/jail.json", d->jails_dir, name);
+  json_error_t jerr;
+  json_t *o = json_load_file(path, 0, &jerr);
+  agt_jail_t *j;
+  json_t *lim;
+
+  if (o == NULL)
+    return agt_error_kind(err, AGT_E_INVALID, "%s:%d: %s", path, jerr.line, jerr.text);
+  j = jail_new(d, name);
+  j->agent = xstrdup(json_string_value(json_object_get(o, "agent")) ?: "shell");
+  j->rootfs_id = xstrdup(json_string_value(json_object_get(o, "rootfs")) ?: "");
+  j->rootfs_path = xstrdup(json_string_value(json_object_get(o, "rootfs_path")) ?: "");
+  j->workspace = xstrdup(json_string_value(json_object_get(o, "workspace")) ?: "");
+  j->workspace_owned = json_is_true(json_object_get(o, "workspace_owned"));
+  j->argv = strv_from_json(json_object_get(o, "argv"), "argv", AGT_JAIL_ARGV_MAX, err);
+  j->env =
+      j->argv ? strv_from_json(json_object_get(o, "env"), "env", AGT_JAIL_ENV_MAX + 16, err) : NULL;
+  lim = json_object_get(o, "limits");
+  if (j->env == NULL || limits_from_json(lim, &j->limits, err) < 0) {
+    json_decref(o);
+    agt_jail_free(j);
+    return agt_error_wrap(err, "%s", path);
+  }
+  j->uid = (uid_t)json_integer_value(json_object_get(o, "uid"));
+  j->gid = (gid_t)json_integer_value(json_object_get(o, "gid"));
+  j->created = (time_t)json_integer_value(json_object_get(o, "created"));
+  j->started = (time_t)json_integer_value(json_object_get(o, "started"));
+  j->finished = (time_t)json_integer_value(json_object_get(o, "finished"));
+  j->runs = (unsigned)json_integer_value(json_object_get(o, "runs"));
+  j->exit_code = (int)json_integer_value(json_object_get(o, "exit_code"));
+  j->exit_signal = (int)json_integer_value(json_object_get(o, "exit_signal"));
+  j->log_base = (uint64_t)json_integer_value(json_object_get(o, "log_base"));
+  j->log_old_base = (uint64_t)json_integer_value(json_object_get(o, "log_old_base"));
+  j->log_size = (uint64_t)json_integer_value(json_object_get(o, "log_size"));
+  j->state = state_from_name(json_string_value(json_object_get(o, "state")));
+  if (json_string_value(json_object_get(o, "reason")))
+    j->exit_reason = xstrdup(json_string_value(json_object_get(o, "reason")));
+  json_decref(o);
+  if (j->uid == 0) {
+    agt_jail_free(j);
+    return agt_error_kind(err, AGT_E_INVALID, "%s: the jail user is root; refused", path);
+  }
+  if (j->state != AGT_JAIL_CREATED && j->state != AGT_JAIL_EXITED) {
+    /* Its init had PDEATHSIG=SIGKILL, so it died with the previous agtd. */
+    j->state = AGT_JAIL_EXITED;
+    j->exit_code = 128 + SIGKILL;
+    j->exit_signal = SIGKILL;
+    j->finished = time(NULL);
+    free(j->exit_reason);
+    j->exit_reason = xstrdup("agtd restarted; the jail ended with it");
+  }
+  agt_cgroup_destroy(&d->cgroup, j->name, NULL);
+  jail_link(d, j);
+  agt_jail_save(j, NULL);
+  return 0;
+}
+
+int agt_jail_load_all(struct agtd_s *d, agt_error_t *err)
+{
+  cleanup_dir DIR *dir = opendir(d->jails_dir);
+  struct dirent *de;
+
+  (void)err;
+  if (dir == NULL)
+    return 0;
+  while ((de = readdir(dir)) != NULL) {
+    agt_error_t e = NULL;
+    if (de->d_name[0] == '.' || agt_name_check("jail name", de->d_name, NULL) < 0)
+      continue;
+    if (load_one(d, de->d_name, &e) < 0) {
+      agtd_log("skipping a jail record: %s", e->msg);
+      agt_error_release(&e);
+    }
+  }
+  return 0;
+}
+
+int agt_jail_remove(agt_jail_t *j, agt_error_t *err)
+{
+  agt_jail_t **p;
+
+  if (j->state != AGT_JAIL_CREATED && j->state != AGT_JAIL_EXITED)
+    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s: stop it first", j->name,
+                          agt_jail_state_name(j->state));
+  if (agt_rm_rf(j->dir, err) < 0)
+    return agt_error_wrap(err, "remove jail '%s'", j->name);
+  if (j->workspace_owned && agt_rm_rf(j->workspace, err) < 0)
+    return agt_error_wrap(err, "remove the workspace of jail '%s'", j->name);
+  for (p = &j->d->jails; *p; p = &(*p)->next)
+    if (*p == j) {
+      *p = j->next;
+      j->d->njails--;
+      break;
+    }
+  j->next = NULL;
+  j->removing = 1;
+  if (!j->cgroup_pending && j->handles_open == 0)
+    agt_jail_free(j);
+  return 0;
+}
+
+void agt_jail_free_now(agt_jail_t *j)
+{
+  if (j->log_fd >= 0)
+    close(j->log_fd);
+  if (j->pidfd >= 0)
+    close(j->pidfd);
+  agt_pending_answer(&j->start_waiters, NULL, NULL);
+  agt_pending_answer(&j->exit_waiters, NULL, NULL);
+  free(j->name);
+  free(j->agent);
+  free(j->rootfs_id);
+  free(j->rootfs_path);
+  free(j->workspace);
+  agt_strv_free(j->argv);
+  agt_strv_free(j->env);
+  free(j->dir);
+  free(j->upper);
+  free(j->work);
+  free(j->merged);
+  free(j->log_path);
+  free(j->log_old_path);
+  free(j->exit_reason);
+  free(j);
+}
+
+static void jail_free_cb(uv_handle_t *h)
+{
+  agt_jail_free_now(h->data);
+}
+
+void agt_jail_free(agt_jail_t *j)
+{
+  j->stop_timer.data = j;
+  uv_close((uv_handle_t *)&j->stop_timer, jail_free_cb);
+}

@@ -1,0 +1,139 @@
+/* A jail: its record (what was asked for, persisted as <state>/jails/<name>/jail.json) and
+ * its run-time state (the supervised process tree, log pipes, stop timer).
+ *
+ * States: created -> starting -> running -> (stopping ->) exited; a created or exited jail can
+ * be started again (its overlay upper layer is kept until rm). */
+#ifndef AGT_JAIL_H
+#define AGT_JAIL_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+#include <uv.h>
+
+#include "cgroup.h"
+#include "error.h"
+
+struct agtd_s;
+struct agt_pending_s;
+
+enum agt_jail_state {
+  AGT_JAIL_CREATED,
+  AGT_JAIL_STARTING,
+  AGT_JAIL_RUNNING,
+  AGT_JAIL_STOPPING,
+  AGT_JAIL_EXITED,
+};
+
+struct agt_jail_limits {
+  struct agt_cgroup_limits cg;
+  uint64_t nofile;    /* RLIMIT_NOFILE */
+  uint64_t tmp_bytes; /* size of the jail's /tmp tmpfs */
+  uint64_t log_bytes; /* the captured output kept on disk */
+};
+
+/* Defaults for limits a request leaves out. */
+#define AGT_JAIL_DEFAULT_MEMORY (2ULL << 30)
+#define AGT_JAIL_DEFAULT_PIDS 512
+#define AGT_JAIL_DEFAULT_CPU 1000
+#define AGT_JAIL_DEFAULT_NOFILE 4096
+#define AGT_JAIL_DEFAULT_TMP (512ULL << 20)
+#define AGT_JAIL_DEFAULT_LOG (8ULL << 20)
+#define AGT_JAIL_ARGV_MAX 256
+#define AGT_JAIL_ENV_MAX 256
+#define AGT_JAIL_STR_MAX 4096
+
+struct agt_jail_s {
+  struct agt_jail_s *next;
+  struct agtd_s *d;
+
+  /* The record. */
+  char *name;
+  char *agent; /* label, e.g. "opencode" or "shell" */
+  char *rootfs_id;
+  char *rootfs_path;   /* the lower layer */
+  char *workspace;     /* bound read-write at /work */
+  int workspace_owned; /* agtd created it under <state>/workspaces and removes it with the jail */
+  char **argv;
+  char **env;
+  uid_t uid;
+  gid_t gid;
+  struct agt_jail_limits limits;
+  time_t created;
+
+  /* Paths under <state>/jails/<name>. */
+  char *dir, *upper, *work, *merged, *log_path, *log_old_path;
+
+  /* Run state. */
+  enum agt_jail_state state;
+  pid_t pid; /* the jail's init, as seen from agtd */
+  int pidfd;
+  time_t started, finished;
+  int exit_code;   /* valid when state == EXITED and exit_signal == 0 */
+  int exit_signal; /* non-zero when the init was killed by a signal */
+  char *exit_reason;
+  unsigned runs;
+  uint64_t start_request_ns; /* when the start request arrived (for latency reporting) */
+  uint64_t exec_ns;          /* when the agent's exec was confirmed */
+
+  /* Captured output: one log file, rotated once at half of limits.log_bytes. */
+  int log_fd;
+  uint64_t log_size;     /* bytes in the current file */
+  uint64_t log_base;     /* absolute offset of the current file's first byte */
+  uint64_t log_old_base; /* absolute offset of the rotated file's first byte */
+
+  /* libuv handles of the current run; the jail is freed only once all are closed. */
+  uv_poll_t pidfd_poll;
+  uv_pipe_t out_pipe, err_pipe, status_pipe;
+  uv_timer_t stop_timer;
+  int handles_open;
+  int streams_open; /* out, err and status pipes still being read */
+  int exited_seen;  /* the pidfd reported the exit */
+  char status_buf[512];
+  size_t status_len;
+
+  struct agt_pending_s *start_waiters; /* requests answered when start completes */
+  struct agt_pending_s *exit_waiters;  /* requests answered when the jail exits */
+  int removing;                        /* removed: free once the run is cleaned up */
+  int rm_on_exit;                      /* rm --force of a running jail */
+  int rm_if_no_start;                  /* jail.run: remove the jail if its agent never runs */
+  int cgroup_pending;                  /* cgroup still to be removed */
+};
+typedef struct agt_jail_s agt_jail_t;
+
+const char *agt_jail_state_name(enum agt_jail_state s);
+
+/* Records. */
+agt_jail_t *agt_jail_find(struct agtd_s *d, const char *name);
+/* Create a jail record from a jail.create request's params (validated here). */
+int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_error_t *err);
+int agt_jail_save(agt_jail_t *j, agt_error_t *err);
+/* Load every record under <state>/jails; jails that were running when agtd went away are
+ * marked exited (they died with it) and their cgroups removed. */
+int agt_jail_load_all(struct agtd_s *d, agt_error_t *err);
+json_t *agt_jail_to_json(agt_jail_t *j, int full);
+/* Remove the jail's directory, workspace (when agtd made it) and cgroup, and free it once
+ * its handles are closed.  The jail must not be running. */
+int agt_jail_remove(agt_jail_t *j, agt_error_t *err);
+void agt_jail_free(agt_jail_t *j);
+/* Free at once; for shutdown, after the loop has closed every handle. */
+void agt_jail_free_now(agt_jail_t *j);
+
+/* Run (jail_spawn.c). */
+int agt_jail_start(agt_jail_t *j, agt_error_t *err);
+/* SIGTERM to the agent, SIGKILL after grace_ms. */
+int agt_jail_stop(agt_jail_t *j, uint64_t grace_ms, agt_error_t *err);
+int agt_jail_kill(agt_jail_t *j, int sig, agt_error_t *err);
+
+/* Supervision (supervise.c). */
+int agt_jail_supervise(agt_jail_t *j, int out_fd, int err_fd, int status_fd, agt_error_t *err);
+void agt_jail_log_append(agt_jail_t *j, const char *data, size_t len);
+/* Read captured output from absolute offset `from`, at most max bytes. */
+int agt_jail_log_read(agt_jail_t *j, uint64_t from, size_t max, char **data, size_t *len,
+                      uint64_t *start, agt_error_t *err);
+/* Called when a run is fully over (process reaped, pipes drained). */
+void agt_jail_run_finished(agt_jail_t *j);
+uint64_t agt_now_ns(void);
+
+#endif

@@ -1,0 +1,464 @@
+#include "jail_setup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <grp.h>
+#include <unistd.h>
+
+/* Allocation-free helpers. */
+
+static void copy_str(char *dst, size_t n, const char *a, const char *b)
+{
+  size_t i = 0;
+
+  for (; a && *a && i + 1 < n; a++)
+    dst[i++] = *a;
+  for (; b && *b && i + 1 < n; b++)
+    dst[i++] = *b;
+  dst[i] = '\0';
+}
+
+__attribute__((noreturn)) static void fail(const char *step, const char *what, int errnum)
+{
+  struct agt_setup_error e;
+
+  memset(&e, 0, sizeof e);
+  e.errnum = errnum;
+  copy_str(e.step, sizeof e.step, step, what);
+  while (write(AGT_CHILD_STATUS_FD, &e, sizeof e) < 0 && errno == EINTR)
+    ;
+  _exit(127);
+}
+
+/* "/proc/self/fd/<fd>" into buf. */
+static const char *fd_path(char *buf, int fd)
+{
+  char digits[12];
+  int n = 0;
+
+  do {
+    digits[n++] = (char)('0' + fd % 10);
+    fd /= 10;
+  } while (fd > 0);
+  memcpy(buf, "/proc/self/fd/", 14);
+  for (int i = 0; i < n; i++)
+    buf[14 + i] = digits[n - 1 - i];
+  buf[14 + n] = '\0';
+  return buf;
+}
+
+static int open_in(int rootfd, const char *path, int flags)
+{
+  struct open_how how = {
+      .flags = (unsigned long long)(flags | O_CLOEXEC),
+      .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+  };
+  return (int)syscall(SYS_openat2, rootfd, path, &how, sizeof how);
+}
+
+static int open_nofollow(const char *path, int flags)
+{
+  struct open_how how = {
+      .flags = (unsigned long long)(flags | O_CLOEXEC),
+      .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+  };
+  return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+}
+
+/* Mount onto a directory or file of the new root found by openat2 inside it, so that a
+ * symlink planted in the jail's upper layer can never redirect a mount outside. */
+static void mount_in(int rootfd, const char *target, const char *src, const char *fstype,
+                     unsigned long flags, const char *data)
+{
+  char buf[32];
+  int fd = open_in(rootfd, target, O_PATH);
+
+  if (fd < 0)
+    fail("open mount point ", target, errno);
+  if (mount(src, fd_path(buf, fd), fstype, flags, data) < 0)
+    fail("mount on ", target, errno);
+  close(fd);
+}
+
+static void remount_in(int rootfd, const char *target, unsigned long flags)
+{
+  char buf[32];
+  int fd = open_in(rootfd, target, O_PATH);
+
+  if (fd < 0) {
+    if (errno == ENOENT)
+      return;
+    fail("open ", target, errno);
+  }
+  /* A bind of the path onto itself, then a read-only remount of that new mount. */
+  if (mount(fd_path(buf, fd), fd_path(buf, fd), NULL, MS_BIND | MS_REC, NULL) < 0)
+    fail("bind ", target, errno);
+  close(fd);
+  fd = open_in(rootfd, target, O_PATH);
+  if (fd < 0 || mount(NULL, fd_path(buf, fd), NULL, MS_BIND | MS_REMOUNT | flags, NULL) < 0)
+    fail("remount read-only ", target, errno);
+  close(fd);
+}
+
+static void mask_in(int rootfd, const char *target)
+{
+  char buf[32], src[32];
+  struct stat st;
+  int fd = open_in(rootfd, target, O_PATH);
+
+  if (fd < 0) {
+    if (errno == ENOENT)
+      return;
+    fail("open ", target, errno);
+  }
+  if (fstat(fd, &st) < 0)
+    fail("stat ", target, errno);
+  if (S_ISDIR(st.st_mode)) {
+    if (mount("tmpfs", fd_path(buf, fd), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "size=0,nr_inodes=1") < 0)
+      fail("mask ", target, errno);
+  } else {
+    int nul = open_in(rootfd, "/dev/null", O_PATH);
+    if (nul < 0)
+      fail("open /dev/null to mask ", target, errno);
+    if (mount(fd_path(src, nul), fd_path(buf, fd), NULL, MS_BIND, NULL) < 0)
+      fail("mask ", target, errno);
+    close(nul);
+  }
+  close(fd);
+}
+
+static void setup_proc(int rootfd)
+{
+  static const char *const masked[] = {
+      "/proc/kcore",         "/proc/keys",          "/proc/timer_list", "/proc/sched_debug",
+      "/proc/latency_stats", "/proc/acpi",          "/proc/scsi",       "/proc/asound",
+      "/proc/timer_stats",   "/proc/kallsyms",      "/proc/kpagecount", "/proc/kpageflags",
+      "/proc/kpagecgroup",   "/proc/sysrq-trigger",
+  };
+  static const char *const readonly[] = {"/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs"};
+
+  mount_in(rootfd, "/proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+  for (size_t i = 0; i < sizeof masked / sizeof masked[0]; i++)
+    mask_in(rootfd, masked[i]);
+  for (size_t i = 0; i < sizeof readonly / sizeof readonly[0]; i++)
+    remount_in(rootfd, readonly[i], MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
+}
+
+static void setup_dev(int rootfd)
+{
+  static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+  static const char *const links[][2] = {
+      {"ptmx", "pts/ptmx"},          {"fd", "/proc/self/fd"},       {"stdin", "/proc/self/fd/0"},
+      {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"},
+  };
+  char buf[32], host[32];
+  int devfd;
+
+  mount_in(rootfd, "/dev", "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+           "mode=755,size=65536,nr_inodes=64");
+  devfd = open_in(rootfd, "/dev", O_PATH | O_DIRECTORY);
+  if (devfd < 0)
+    fail("open /dev", "", errno);
+  for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
+    char hostpath[16];
+    int fd, hfd;
+
+    copy_str(hostpath, sizeof hostpath, "/dev/", nodes[i]);
+    fd = openat(devfd, nodes[i], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0)
+      fail("create /dev/", nodes[i], errno);
+    close(fd);
+    fd = openat(devfd, nodes[i], O_PATH | O_CLOEXEC | O_NOFOLLOW);
+    hfd = open_nofollow(hostpath, O_PATH);
+    if (fd < 0 || hfd < 0)
+      fail("open /dev/", nodes[i], errno);
+    if (mount(fd_path(host, hfd), fd_path(buf, fd), NULL, MS_BIND, NULL) < 0)
+      fail("bind /dev/", nodes[i], errno);
+    close(fd);
+    close(hfd);
+  }
+  if (mkdirat(devfd, "pts", 0755) < 0 || mkdirat(devfd, "shm", 01777) < 0)
+    fail("mkdir /dev/pts and /dev/shm", "", errno);
+  mount_in(rootfd, "/dev/pts", "devpts", "devpts", MS_NOSUID | MS_NOEXEC,
+           "newinstance,ptmxmode=0666,mode=620");
+  mount_in(rootfd, "/dev/shm", "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+           "mode=1777,size=67108864");
+  for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
+    if (symlinkat(links[i][1], devfd, links[i][0]) < 0)
+      fail("symlink /dev/", links[i][0], errno);
+  close(devfd);
+  /* Nothing more is created in /dev: make its tmpfs read-only. */
+  {
+    int fd = open_in(rootfd, "/dev", O_PATH);
+    if (fd < 0 ||
+        mount(NULL, fd_path(buf, fd), NULL,
+              MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+      fail("remount /dev read-only", "", errno);
+    close(fd);
+  }
+}
+
+static void setup_workspace(int rootfd, const struct agt_spawn_plan *p)
+{
+  char src[32], dst[32];
+  int sfd, tfd;
+
+  sfd = open_nofollow(p->workspace, O_PATH | O_DIRECTORY);
+  if (sfd < 0)
+    fail("open workspace ", p->workspace, errno);
+  tfd = open_in(rootfd, "/work", O_PATH | O_DIRECTORY);
+  if (tfd < 0 && errno == ENOENT) {
+    if (mkdirat(rootfd, "work", 0755) < 0)
+      fail("mkdir /work", "", errno);
+    tfd = open_in(rootfd, "/work", O_PATH | O_DIRECTORY);
+  }
+  if (tfd < 0)
+    fail("open /work", "", errno);
+  if (mount(fd_path(src, sfd), fd_path(dst, tfd), NULL, MS_BIND | MS_REC, NULL) < 0)
+    fail("bind workspace ", p->workspace, errno);
+  close(tfd);
+  close(sfd);
+  tfd = open_in(rootfd, "/work", O_PATH | O_DIRECTORY);
+  if (tfd < 0 ||
+      mount(NULL, fd_path(dst, tfd), NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV, NULL) < 0)
+    fail("remount /work nosuid,nodev", "", errno);
+  close(tfd);
+}
+
+static void loopback_up(void)
+{
+  struct ifreq ifr;
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+  if (s < 0)
+    fail("socket for lo", "", errno);
+  memset(&ifr, 0, sizeof ifr);
+  memcpy(ifr.ifr_name, "lo", 3);
+  if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+    fail("get lo flags", "", errno);
+  ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+  if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+    fail("bring lo up", "", errno);
+  close(s);
+}
+
+static void drop_privileges(const struct agt_spawn_plan *p)
+{
+  struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+  struct __user_cap_data_struct data[2];
+  struct rlimit rl;
+
+  for (int cap = 0; cap <= p->cap_last; cap++)
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+      fail("drop capability bounding set", "", errno);
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+    fail("clear ambient capabilities", "", errno);
+  rl.rlim_cur = rl.rlim_max = p->nofile;
+  if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+    fail("setrlimit NOFILE", "", errno);
+  rl.rlim_cur = rl.rlim_max = 0;
+  if (setrlimit(RLIMIT_CORE, &rl) < 0)
+    fail("setrlimit CORE", "", errno);
+  if (setgroups(1, &p->gid) < 0)
+    fail("setgroups", "", errno);
+  if (setresgid(p->gid, p->gid, p->gid) < 0)
+    fail("setresgid", "", errno);
+  if (setresuid(p->uid, p->uid, p->uid) < 0)
+    fail("setresuid", "", errno);
+  memset(data, 0, sizeof data);
+  if (syscall(SYS_capset, &hdr, data) < 0)
+    fail("clear capabilities", "", errno);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+    fail("set no_new_privs", "", errno);
+}
+
+/* The jail's pid 1: forwards signals to the agent, reaps orphans, and exits with the agent's
+ * status (128 + signal when the agent was killed). */
+static volatile pid_t agent_pid;
+
+static void forward_signal(int sig)
+{
+  if (agent_pid > 0)
+    kill(agent_pid, sig);
+}
+
+__attribute__((noreturn)) static void run_init(pid_t agent)
+{
+  static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+  struct sigaction sa;
+  sigset_t none;
+
+  agent_pid = agent;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = forward_signal;
+  sa.sa_flags = SA_RESTART;
+  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+    sigaction(forwarded[i], &sa, NULL);
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  for (;;) {
+    int st;
+    pid_t w = waitpid(-1, &st, 0);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0)
+      _exit(125);
+    if (w == agent) {
+      if (WIFEXITED(st))
+        _exit(WEXITSTATUS(st));
+      _exit(128 + WTERMSIG(st));
+    }
+  }
+}
+
+__attribute__((noreturn)) static void exec_agent(const struct agt_spawn_plan *p)
+{
+  sigset_t none;
+  int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+  if (nul < 0 || dup2(nul, 0) < 0 || dup2(AGT_CHILD_OUT_FD, 1) < 0 || dup2(AGT_CHILD_ERR_FD, 2) < 0)
+    fail("set up the agent's stdio", "", errno);
+  /* Only 0-2 and the status pipe (close-on-exec) survive into the agent. */
+  if (syscall(SYS_close_range, AGT_CHILD_STATUS_FD + 1, ~0U, 0) < 0)
+    fail("close_range", "", errno);
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  for (int sig = 1; sig < NSIG; sig++)
+    signal(sig, SIG_DFL);
+  if (chdir(p->cwd) < 0)
+    fail("chdir ", p->cwd, errno);
+  if (strchr(p->argv[0], '/')) {
+    execve(p->argv[0], p->argv, p->envp);
+    fail("exec ", p->argv[0], errno);
+  }
+  /* Search the jail's PATH (not the daemon's, which execvpe would use). */
+  {
+    char full[AGT_PLAN_PATH];
+    const char *dir = p->path;
+    int saved = ENOENT;
+
+    while (*dir) {
+      size_t n = strcspn(dir, ":");
+      if (n > 0 && n + 1 + strlen(p->argv[0]) < sizeof full) {
+        memcpy(full, dir, n);
+        full[n] = '/';
+        copy_str(full + n + 1, sizeof full - n - 1, p->argv[0], NULL);
+        execve(full, p->argv, p->envp);
+        if (errno != ENOENT && errno != ENOTDIR)
+          saved = errno;
+      }
+      dir += n;
+      if (*dir == ':')
+        dir++;
+    }
+    fail("exec ", p->argv[0], saved);
+  }
+}
+
+/* Bring the four fds the child keeps to fixed numbers and close every other fd the daemon
+ * had open (its socket, other jails' pipes, clients). */
+static void tidy_fds(const struct agt_spawn_plan *p)
+{
+  int tmp[4];
+
+  for (int i = 0; i < 4; i++) {
+    tmp[i] = fcntl(p->fds[i], F_DUPFD_CLOEXEC, AGT_CHILD_FIRST_FREE);
+    if (tmp[i] < 0)
+      _exit(126);
+  }
+  for (int i = 0; i < 4; i++)
+    if (dup3(tmp[i], AGT_CHILD_SYNC_FD + i, O_CLOEXEC) < 0)
+      _exit(126);
+  syscall(SYS_close_range, AGT_CHILD_FIRST_FREE, ~0U, 0);
+}
+
+void agt_jail_child(const struct agt_spawn_plan *p)
+{
+  char buf[32];
+  int rootfd, nul;
+  pid_t pid;
+
+  tidy_fds(p);
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (setsid() < 0)
+    fail("setsid", "", errno);
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+    fail("make / private", "", errno);
+  if (chdir(p->jail_dir) < 0)
+    fail("chdir ", p->jail_dir, errno);
+  if (mount("overlay", p->merged, "overlay", MS_NOSUID | MS_NODEV, p->overlay_opts) < 0)
+    fail("mount overlay on ", p->merged, errno);
+  rootfd = open_nofollow(p->merged, O_PATH | O_DIRECTORY);
+  if (rootfd < 0)
+    fail("open ", p->merged, errno);
+
+  setup_dev(rootfd);
+  setup_proc(rootfd);
+  mount_in(rootfd, "/tmp", "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV, p->tmp_opts);
+  setup_workspace(rootfd, p);
+
+  if (sethostname(p->hostname, strlen(p->hostname)) < 0)
+    fail("sethostname", "", errno);
+  loopback_up();
+
+  /* pivot_root(".", "."), then detach the old root stacked underneath: nothing of the
+   * guest's tree stays reachable. */
+  if (fchdir(rootfd) < 0)
+    fail("chdir into the new root", "", errno);
+  if (syscall(SYS_pivot_root, ".", ".") < 0)
+    fail("pivot_root", "", errno);
+  if (umount2(".", MNT_DETACH) < 0)
+    fail("detach the old root", "", errno);
+  if (chdir("/") < 0)
+    fail("chdir /", "", errno);
+  close(rootfd);
+
+  nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (nul < 0)
+    fail("open /dev/null", "", errno);
+  dup2(nul, 0);
+  dup2(nul, 1);
+  dup2(nul, 2);
+  close(nul);
+
+  /* The parent moves us into the jail's cgroup while we build the root (a cgroup v1
+   * migration costs milliseconds); wait for it before anything runs in the jail.  The cgroup
+   * namespace is made after the move, so the jail's cgroup is its root. */
+  if (read(AGT_CHILD_SYNC_FD, buf, 1) != 1)
+    _exit(126); /* the daemon went away before saying go */
+  close(AGT_CHILD_SYNC_FD);
+  if (unshare(CLONE_NEWCGROUP) < 0)
+    fail("unshare cgroup namespace", "", errno);
+
+  drop_privileges(p);
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, p->seccomp, 0, 0) < 0)
+    fail("load the seccomp filter", "", errno);
+
+  pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+  if (pid < 0)
+    fail("fork the agent", "", errno);
+  if (pid == 0)
+    exec_agent(p);
+  close(AGT_CHILD_STATUS_FD);
+  close(AGT_CHILD_OUT_FD);
+  close(AGT_CHILD_ERR_FD);
+  run_init(pid);
+}

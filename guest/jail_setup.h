@@ -1,0 +1,51 @@
+/* The jail's side of a start: everything done between clone() and the agent's exec, in
+ * the order it happens.  This runs in a child of a multi-threaded daemon, so it allocates
+ * nothing and takes no locks: the parent precomputes every string in a plan, and the child
+ * only makes system calls.  A failing step writes {errno, step} to the status pipe and
+ * exits 127; the pipe closing on exec tells the parent the agent is running. */
+#ifndef AGT_JAIL_SETUP_H
+#define AGT_JAIL_SETUP_H
+
+#include <linux/filter.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define AGT_PLAN_PATH 4096
+
+/* Fixed fd numbers inside the child, after it has tidied its fd table. */
+enum {
+  AGT_CHILD_SYNC_FD = 3,   /* read: the parent says go once the cgroup is joined */
+  AGT_CHILD_STATUS_FD = 4, /* write: setup errors; closed on the agent's exec */
+  AGT_CHILD_OUT_FD = 5,    /* write: the agent's stdout */
+  AGT_CHILD_ERR_FD = 6,    /* write: the agent's stderr */
+  AGT_CHILD_FIRST_FREE = 7,
+};
+
+struct agt_setup_error {
+  int errnum;
+  char step[252];
+};
+
+struct agt_spawn_plan {
+  const char *hostname;
+  char overlay_opts[3 * AGT_PLAN_PATH + 64];
+  const char *jail_dir;  /* the overlay options are relative to it */
+  const char *merged;    /* the overlay mount point */
+  const char *workspace; /* bind source, an absolute guest path */
+  char tmp_opts[64];
+  const char *cwd;
+  const char *path; /* the jail's PATH, searched for argv[0] */
+  char *const *argv;
+  char *const *envp;
+  uid_t uid;
+  gid_t gid;
+  uint64_t nofile;
+  int cap_last;
+  const struct sock_fprog *seccomp;
+  int fds[4]; /* in the parent's numbering: sync read, status write, out write, err write */
+};
+
+/* Runs in the child; never returns. */
+__attribute__((noreturn)) void agt_jail_child(const struct agt_spawn_plan *p);
+
+#endif

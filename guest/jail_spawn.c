@@ -1,0 +1,221 @@
+/* Starting and stopping a jail: the daemon's side of clone().  The jail's own steps are in
+ * jail_setup.c; supervision of the running tree is in supervise.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "daemon.h"
+#include "jail.h"
+#include "jail_setup.h"
+#include "xalloc.h"
+
+static int cap_last(void)
+{
+  static int cached = -1;
+  FILE *f;
+
+  if (cached >= 0)
+    return cached;
+  cached = 63;
+  f = fopen("/proc/sys/kernel/cap_last_cap", "re");
+  if (f) {
+    if (fscanf(f, "%d", &cached) != 1)
+      cached = 63;
+    fclose(f);
+  }
+  return cached;
+}
+
+static const char *env_path(char *const *env)
+{
+  for (char *const *e = env; e && *e; e++)
+    if (strncmp(*e, "PATH=", 5) == 0)
+      return *e + 5;
+  return "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+}
+
+static void close_all(int *fds, int n)
+{
+  for (int i = 0; i < n; i++)
+    if (fds[i] >= 0) {
+      close(fds[i]);
+      fds[i] = -1;
+    }
+}
+
+static pid_t clone_jail(int *pidfd)
+{
+  struct clone_args args;
+
+  memset(&args, 0, sizeof args);
+  args.flags =
+      CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD;
+  args.pidfd = (uint64_t)(uintptr_t)pidfd;
+  args.exit_signal = SIGCHLD;
+  return (pid_t)syscall(SYS_clone3, &args, sizeof args);
+}
+
+int agt_jail_start(agt_jail_t *j, agt_error_t *err)
+{
+  struct agt_spawn_plan plan;
+  /* sync[0..1], status[2..3], out[4..5], errout[6..7]: read end first */
+  int fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  int pidfd = -1;
+  pid_t pid;
+
+  if (j->state == AGT_JAIL_STARTING || j->state == AGT_JAIL_RUNNING ||
+      j->state == AGT_JAIL_STOPPING)
+    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s", j->name,
+                          agt_jail_state_name(j->state));
+  if (j->handles_open > 0 || j->cgroup_pending)
+    return agt_error_kind(err, AGT_E_BUSY, "jail '%s' is still cleaning up its last run", j->name);
+  if (agt_cgroup_create(&j->d->cgroup, j->name, &j->limits.cg, err) < 0)
+    return -1;
+
+  memset(&plan, 0, sizeof plan);
+  plan.hostname = j->name;
+  /* Paths relative to the jail's directory (the child mounts from there), so the jail's
+   * mount table does not spell out where the guest keeps its rootfs store. */
+  {
+    size_t n = strlen(j->d->rootfs_dir);
+    const char *lower = j->rootfs_path;
+    if (strncmp(lower, j->d->rootfs_dir, n) == 0 && lower[n] == '/' &&
+        strncmp(j->dir, j->d->jails_dir, strlen(j->d->jails_dir)) == 0 &&
+        strcmp(j->d->jails_dir + strlen(j->d->cfg.state_dir), "/jails") == 0 &&
+        strcmp(j->d->rootfs_dir + strlen(j->d->cfg.state_dir), "/rootfs") == 0)
+      snprintf(plan.overlay_opts, sizeof plan.overlay_opts,
+               "lowerdir=../../rootfs%s,upperdir=upper,workdir=work", lower + n);
+    else
+      snprintf(plan.overlay_opts, sizeof plan.overlay_opts, "lowerdir=%s,upperdir=%s,workdir=%s",
+               lower, j->upper, j->work);
+  }
+  plan.jail_dir = j->dir;
+  plan.merged = j->merged;
+  plan.workspace = j->workspace;
+  snprintf(plan.tmp_opts, sizeof plan.tmp_opts, "mode=1777,size=%llu",
+           (unsigned long long)j->limits.tmp_bytes);
+  plan.cwd = "/work";
+  plan.path = env_path(j->env);
+  plan.argv = j->argv;
+  plan.envp = j->env;
+  plan.uid = j->uid;
+  plan.gid = j->gid;
+  plan.nofile = j->limits.nofile;
+  plan.cap_last = cap_last();
+  plan.seccomp = &j->d->seccomp.prog;
+
+  for (int i = 0; i < 8; i += 2)
+    if (pipe2(fds + i, O_CLOEXEC) < 0) {
+      agt_error_make(err, errno, "pipe");
+      goto fail;
+    }
+  plan.fds[0] = fds[0]; /* sync: the child reads */
+  plan.fds[1] = fds[3]; /* status: the child writes */
+  plan.fds[2] = fds[5];
+  plan.fds[3] = fds[7];
+
+  j->start_request_ns = j->start_request_ns ? j->start_request_ns : agt_now_ns();
+  pid = clone_jail(&pidfd);
+  if (pid < 0) {
+    agt_error_make(err, errno, "clone the jail");
+    goto fail;
+  }
+  if (pid == 0)
+    agt_jail_child(&plan);
+
+  /* Parent: keep the read ends of status/out/err and the write end of sync. */
+  close(fds[0]);
+  close(fds[3]);
+  close(fds[5]);
+  close(fds[7]);
+  fds[0] = fds[3] = fds[5] = fds[7] = -1;
+
+  if (agt_cgroup_attach(&j->d->cgroup, j->name, pid, err) < 0) {
+    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    agt_error_wrap(err, "start jail '%s'", j->name);
+    /* The child exits when the sync pipe closes; supervise it so it is reaped. */
+  } else if (write(fds[1], "g", 1) != 1) {
+    agt_error_make(err, errno, "signal the jail to go");
+  }
+  close(fds[1]);
+  fds[1] = -1;
+
+  j->pid = pid;
+  j->pidfd = pidfd;
+  j->state = AGT_JAIL_STARTING;
+  j->started = time(NULL);
+  j->finished = 0;
+  j->exit_code = 0;
+  j->exit_signal = 0;
+  free(j->exit_reason);
+  j->exit_reason = NULL;
+  j->runs++;
+  j->status_len = 0;
+  j->exited_seen = 0;
+  if (agt_jail_supervise(j, fds[4], fds[6], fds[2], err) < 0) {
+    /* cannot watch it: kill it rather than leave it unsupervised */
+    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    return -1;
+  }
+  return *err ? -1 : 0;
+
+fail:
+  close_all(fds, 8);
+  agt_cgroup_destroy(&j->d->cgroup, j->name, NULL);
+  return -1;
+}
+
+static void stop_timer_cb(uv_timer_t *t)
+{
+  agt_jail_t *j = t->data;
+
+  if (j->pidfd >= 0 && (j->state == AGT_JAIL_STOPPING || j->state == AGT_JAIL_RUNNING ||
+                        j->state == AGT_JAIL_STARTING)) {
+    agtd_log("jail '%s': grace period over, sending SIGKILL", j->name);
+    free(j->exit_reason);
+    j->exit_reason = xstrdup("killed after the stop grace period");
+    syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
+  }
+}
+
+int agt_jail_stop(agt_jail_t *j, uint64_t grace_ms, agt_error_t *err)
+{
+  if (j->state != AGT_JAIL_RUNNING && j->state != AGT_JAIL_STARTING &&
+      j->state != AGT_JAIL_STOPPING)
+    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is not running (%s)", j->name,
+                          agt_jail_state_name(j->state));
+  if (j->state == AGT_JAIL_STOPPING)
+    return 0;
+  j->state = AGT_JAIL_STOPPING;
+  /* The init forwards SIGTERM to the agent; before the init has its handler in place the
+   * signal is dropped and the grace timer ends it. */
+  if (syscall(SYS_pidfd_send_signal, j->pidfd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
+    return agt_error_make(err, errno, "signal jail '%s'", j->name);
+  if (grace_ms == 0)
+    return agt_jail_kill(j, SIGKILL, err);
+  j->stop_timer.data = j;
+  uv_timer_start(&j->stop_timer, stop_timer_cb, grace_ms, 0);
+  return 0;
+}
+
+int agt_jail_kill(agt_jail_t *j, int sig, agt_error_t *err)
+{
+  if (j->state != AGT_JAIL_RUNNING && j->state != AGT_JAIL_STARTING &&
+      j->state != AGT_JAIL_STOPPING)
+    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is not running (%s)", j->name,
+                          agt_jail_state_name(j->state));
+  if (sig <= 0 || sig >= NSIG)
+    return agt_error_kind(err, AGT_E_INVALID, "signal %d is out of range", sig);
+  if (sig == SIGKILL && !j->exit_reason)
+    j->exit_reason = xstrdup("killed");
+  if (syscall(SYS_pidfd_send_signal, j->pidfd, sig, NULL, 0) < 0 && errno != ESRCH)
+    return agt_error_make(err, errno, "signal jail '%s'", j->name);
+  return 0;
+}

@@ -1,0 +1,157 @@
+/* agtd: the guest daemon.  `agtd serve` runs it; `agtd ctl` is its small client. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agt_version.h"
+#include "cli.h"
+#include "ctl.h"
+#include "daemon.h"
+#include "names.h"
+#include "xalloc.h"
+
+#define MAX_WORKSPACE_ROOTS 16
+
+enum {
+  OPT_STATE = 256,
+  OPT_GROUP,
+  OPT_MAX_CLIENTS,
+  OPT_MAX_JAILS,
+  OPT_CGROUP,
+  OPT_WORKSPACE_ROOT,
+};
+
+static const struct agt_opt serve_opts[] = {
+    {'s', "socket", "PATH", "unix socket to listen on (/run/agt/agtd.sock)"},
+    {OPT_STATE, "state-dir", "DIR", "jails, rootfs store and workspaces (/var/lib/agt)"},
+    {OPT_GROUP, "group", "NAME", "group that may use the socket (root only)"},
+    {OPT_MAX_CLIENTS, "max-clients", "N", "connections served at once (256)"},
+    {OPT_MAX_JAILS, "max-jails", "N", "jail records at once (2000)"},
+    {OPT_CGROUP, "cgroup", "NAME", "cgroup under which jails live (agt)"},
+    {OPT_WORKSPACE_ROOT, "workspace-root", "DIR",
+     "allow workspaces under DIR (repeatable; /home, /Users and the state's workspaces)"},
+    {0, NULL, NULL, NULL},
+};
+
+struct serve_args {
+  struct agtd_config cfg;
+  const char *roots[MAX_WORKSPACE_ROOTS];
+  size_t nroots;
+};
+
+static int serve_opt(void *ctx, int key, const char *arg, agt_error_t *err)
+{
+  struct serve_args *a = ctx;
+  uint64_t v;
+
+  switch (key) {
+  case 's':
+    a->cfg.socket_path = arg;
+    return 0;
+  case OPT_STATE:
+    a->cfg.state_dir = arg;
+    return 0;
+  case OPT_GROUP:
+    a->cfg.group = arg;
+    return 0;
+  case OPT_CGROUP:
+    a->cfg.cgroup_parent = arg;
+    return agt_name_check("--cgroup", arg, err);
+  case OPT_WORKSPACE_ROOT:
+    if (a->nroots >= MAX_WORKSPACE_ROOTS)
+      return agt_error_kind(err, AGT_E_LIMIT, "at most %d --workspace-root", MAX_WORKSPACE_ROOTS);
+    if (agt_abspath_check("--workspace-root", arg, err) < 0)
+      return -1;
+    a->roots[a->nroots++] = arg;
+    return 0;
+  case OPT_MAX_CLIENTS:
+  case OPT_MAX_JAILS:
+    if (agt_parse_u64(key == OPT_MAX_CLIENTS ? "--max-clients" : "--max-jails", arg, &v, err) < 0)
+      return -1;
+    if (v == 0 || v > 100000)
+      return agt_error_kind(err, AGT_E_INVALID, "%s must be within 1..100000", arg);
+    if (key == OPT_MAX_CLIENTS)
+      a->cfg.max_clients = (unsigned)v;
+    else
+      a->cfg.max_jails = (unsigned)v;
+    return 0;
+  default:
+    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
+  }
+}
+
+static int serve_main(int argc, char **argv)
+{
+  struct serve_args a;
+  agt_error_t err = NULL;
+  char *ws_default;
+  agtd_t d;
+  int i;
+
+  memset(&a, 0, sizeof a);
+  a.cfg.socket_path = AGT_DEFAULT_SOCKET;
+  a.cfg.state_dir = AGT_DEFAULT_STATE;
+  a.cfg.max_clients = 256;
+  a.cfg.max_jails = 2000;
+  a.cfg.cgroup_parent = "agt";
+  i = agt_opts_parse(argc, argv, serve_opts, serve_opt, &a, &err);
+  if (i == -2) {
+    agt_opts_usage(stdout, "agtd serve [OPTIONS]",
+                   "Run the daemon: build jail roots, run and supervise jails.", serve_opts);
+    return 0;
+  }
+  if (i < 0 || i < argc) {
+    fprintf(stderr, "agtd: %s\n", err ? err->msg : "unexpected arguments");
+    agt_error_release(&err);
+    return 2;
+  }
+  if (a.nroots == 0) {
+    a.roots[a.nroots++] = "/home";
+    a.roots[a.nroots++] = "/Users";
+  }
+  ws_default = xasprintf("%s/workspaces", a.cfg.state_dir);
+  a.roots[a.nroots++] = ws_default;
+  a.cfg.workspace_roots = a.roots;
+  a.cfg.nworkspace_roots = a.nroots;
+
+  if (agtd_init(&d, uv_default_loop(), &a.cfg, &err) < 0) {
+    fprintf(stderr, "agtd: %s\n", err->msg);
+    agt_error_release(&err);
+    free(ws_default);
+    return 1;
+  }
+  agtd_run(&d);
+  agtd_release(&d);
+  uv_loop_close(uv_default_loop());
+  free(ws_default);
+  return 0;
+}
+
+static void usage(FILE *f)
+{
+  fprintf(f, "usage: agtd serve [OPTIONS]   run the daemon (see agtd serve --help)\n"
+             "       agtd ctl [OPTIONS] ...  talk to it (see agtd ctl --help)\n"
+             "       agtd --version\n");
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (strcmp(argv[1], "serve") == 0)
+    return serve_main(argc - 1, argv + 1);
+  if (strcmp(argv[1], "ctl") == 0)
+    return agtd_ctl_main(argc - 1, argv + 1);
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("agtd %s\n", AGT_VERSION);
+    return 0;
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  usage(stderr);
+  return 2;
+}

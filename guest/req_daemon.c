@@ -1,0 +1,39 @@
+/* hello and daemon.status */
+#include <string.h>
+#include <time.h>
+
+#include "agt_version.h"
+#include "jail.h"
+#include "server.h"
+
+int agt_req_hello(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  uint64_t version = 0;
+
+  if (agt_param_u64(req->params, "version", 1, &version, err) < 0)
+    return -1;
+  if (version != AGT_PROTO_VERSION)
+    return agt_error_kind(err, AGT_E_PROTO,
+                          "protocol version %llu is not supported (agtd speaks %d)",
+                          (unsigned long long)version, AGT_PROTO_VERSION);
+  *result = json_pack("{s:i, s:s, s:s, s:i}", "version", AGT_PROTO_VERSION, "server", "agtd",
+                      "agtd_version", AGT_VERSION, "max_frame", AGT_FRAME_MAX);
+  return 0;
+}
+
+int agt_req_daemon_status(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  agtd_t *d = req->d;
+  unsigned running = 0;
+
+  (void)err;
+  for (agt_jail_t *j = d->jails; j; j = j->next)
+    if (j->state == AGT_JAIL_RUNNING || j->state == AGT_JAIL_STARTING ||
+        j->state == AGT_JAIL_STOPPING)
+      running++;
+  *result = json_pack("{s:s, s:I, s:i, s:I, s:I, s:I, s:s}", "agtd_version", AGT_VERSION, "uptime",
+                      (json_int_t)(time(NULL) - d->started), "cgroup_version", d->cgroup.version,
+                      "jails", (json_int_t)d->njails, "running", (json_int_t)running, "clients",
+                      (json_int_t)d->nclients, "state_dir", d->cfg.state_dir);
+  return 0;
+}

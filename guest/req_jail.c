@@ -1,0 +1,189 @@
+/* jail.* requests */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base64.h"
+#include "jail.h"
+#include "server.h"
+#include "xalloc.h"
+
+#define LOGS_MAX_CHUNK (512u * 1024) /* base64 of this fits a frame */
+
+static int find(agt_req_t *req, agt_jail_t **out, agt_error_t *err)
+{
+  const char *name;
+
+  if (agt_param_str(req->params, "name", 1, &name, err) < 0)
+    return -1;
+  *out = agt_jail_find(req->d, name);
+  if (*out == NULL)
+    return agt_error_kind(err, AGT_E_NOTFOUND, "no jail named '%.64s'", name);
+  return 0;
+}
+
+static int start_and_wait(agt_req_t *req, agt_jail_t *j, uint64_t t0, agt_error_t *err)
+{
+  j->start_request_ns = t0;
+  if (agt_jail_start(j, err) < 0) {
+    j->start_request_ns = 0;
+    return -1;
+  }
+  agt_pending_add(&j->start_waiters, req);
+  return 1;
+}
+
+int agt_req_jail_create(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  agt_jail_t *j;
+
+  if (agt_jail_create(req->d, req->params, &j, err) < 0)
+    return -1;
+  *result = agt_jail_to_json(j, 0);
+  return 0;
+}
+
+int agt_req_jail_run(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  uint64_t t0 = agt_now_ns();
+  agt_jail_t *j;
+  int r;
+
+  (void)result;
+  if (agt_jail_create(req->d, req->params, &j, err) < 0)
+    return -1;
+  j->rm_if_no_start = 1; /* a jail that cannot start is not left behind */
+  r = start_and_wait(req, j, t0, err);
+  if (r < 0) {
+    agt_error_t e2 = NULL;
+    agt_jail_remove(j, &e2); /* a jail that cannot start is not left behind */
+    agt_error_release(&e2);
+  }
+  return r;
+}
+
+int agt_req_jail_start(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  uint64_t t0 = agt_now_ns();
+  agt_jail_t *j;
+
+  (void)result;
+  if (find(req, &j, err) < 0)
+    return -1;
+  return start_and_wait(req, j, t0, err);
+}
+
+int agt_req_jail_stop(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  uint64_t grace = 10000;
+  agt_jail_t *j;
+
+  (void)result;
+  if (find(req, &j, err) < 0 || agt_param_u64(req->params, "grace_ms", 0, &grace, err) < 0)
+    return -1;
+  if (grace > 3600 * 1000)
+    return agt_error_kind(err, AGT_E_INVALID, "grace_ms is at most an hour");
+  if (agt_jail_stop(j, grace, err) < 0)
+    return -1;
+  agt_pending_add(&j->exit_waiters, req);
+  return 1;
+}
+
+int agt_req_jail_kill(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  uint64_t sig = SIGKILL;
+  agt_jail_t *j;
+
+  if (find(req, &j, err) < 0 || agt_param_u64(req->params, "signal", 0, &sig, err) < 0)
+    return -1;
+  if (sig == 0 || sig >= NSIG)
+    return agt_error_kind(err, AGT_E_INVALID, "signal %llu is out of range",
+                          (unsigned long long)sig);
+  if (agt_jail_kill(j, (int)sig, err) < 0)
+    return -1;
+  *result = agt_jail_to_json(j, 0);
+  return 0;
+}
+
+int agt_req_jail_rm(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  int force = 0;
+  agt_jail_t *j;
+
+  if (find(req, &j, err) < 0 || agt_param_bool(req->params, "force", &force, err) < 0)
+    return -1;
+  if (j->state != AGT_JAIL_CREATED && j->state != AGT_JAIL_EXITED) {
+    if (!force)
+      return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s: stop it first, or use force",
+                            j->name, agt_jail_state_name(j->state));
+    j->rm_on_exit = 1;
+    if (agt_jail_kill(j, SIGKILL, err) < 0)
+      return -1;
+    agt_pending_add(&j->exit_waiters, req);
+    return 1;
+  }
+  if (agt_jail_remove(j, err) < 0)
+    return -1;
+  *result = json_pack("{s:s, s:b}", "name", json_string_value(json_object_get(req->params, "name")),
+                      "removed", 1);
+  return 0;
+}
+
+int agt_req_jail_ls(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  json_t *arr = json_array();
+
+  (void)err;
+  for (agt_jail_t *j = req->d->jails; j; j = j->next)
+    json_array_append_new(arr, agt_jail_to_json(j, 0));
+  *result = json_pack("{s:o}", "jails", arr);
+  return 0;
+}
+
+int agt_req_jail_inspect(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  agt_jail_t *j;
+
+  if (find(req, &j, err) < 0)
+    return -1;
+  *result = agt_jail_to_json(j, 1);
+  return 0;
+}
+
+int agt_req_jail_logs(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  uint64_t offset = 0, max = LOGS_MAX_CHUNK, start;
+  agt_jail_t *j;
+  char *data, *b64;
+  size_t len;
+
+  if (find(req, &j, err) < 0 || agt_param_u64(req->params, "offset", 0, &offset, err) < 0 ||
+      agt_param_u64(req->params, "max", 0, &max, err) < 0)
+    return -1;
+  if (max > LOGS_MAX_CHUNK)
+    max = LOGS_MAX_CHUNK;
+  if (agt_jail_log_read(j, offset, (size_t)max, &data, &len, &start, err) < 0)
+    return -1;
+  b64 = agt_base64_encode(data, len);
+  free(data);
+  *result =
+      json_pack("{s:s, s:I, s:I, s:I, s:s}", "data_b64", b64, "offset", (json_int_t)start, "next",
+                (json_int_t)(start + len), "end", (json_int_t)(j->log_base + j->log_size), "state",
+                agt_jail_state_name(j->state));
+  free(b64);
+  return 0;
+}
+
+int agt_req_jail_wait(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  agt_jail_t *j;
+
+  if (find(req, &j, err) < 0)
+    return -1;
+  if (j->state == AGT_JAIL_EXITED || j->state == AGT_JAIL_CREATED) {
+    *result = agt_jail_to_json(j, 0);
+    return 0;
+  }
+  agt_pending_add(&j->exit_waiters, req);
+  return 1;
+}

@@ -1,0 +1,133 @@
+/* rootfs.* requests.  Builds copy hundreds of megabytes, so they run in libuv's threadpool
+ * and answer when done; the loop keeps serving meanwhile. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jail.h"
+#include "names.h"
+#include "rootfs/rootfs.h"
+#include "server.h"
+#include "xalloc.h"
+
+#define MAX_PENDING_BUILDS 4
+
+struct build_job {
+  uv_work_t work;
+  agtd_t *d;
+  char *store;
+  char *manifest;
+  struct agt_rootfs_build_opts opts;
+  json_t *info;
+  agt_error_t err;
+  agt_pending_t *waiters;
+};
+
+static void build_work(uv_work_t *w)
+{
+  struct build_job *b = w->data;
+
+  agt_rootfs_build(b->store, b->manifest, &b->opts, &b->info, &b->err);
+}
+
+static void build_done(uv_work_t *w, int status)
+{
+  struct build_job *b = w->data;
+
+  (void)status;
+  b->d->pending_builds--;
+  if (b->err) {
+    agtd_log("rootfs build of '%s' failed: %s", b->manifest, b->err->msg);
+    agt_pending_answer(&b->waiters, NULL, b->err);
+  } else {
+    agtd_log("rootfs '%s' built from '%s'", json_string_value(json_object_get(b->info, "id")),
+             b->manifest);
+    agt_pending_answer(&b->waiters, b->info, NULL);
+  }
+  agt_error_release(&b->err);
+  json_decref(b->info);
+  free(b->store);
+  free(b->manifest);
+  free(b);
+}
+
+int agt_req_rootfs_build(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  const char *manifest;
+  int download = 1;
+  struct build_job *b;
+
+  (void)result;
+  if (agt_param_str(req->params, "manifest", 1, &manifest, err) < 0 ||
+      agt_param_bool(req->params, "allow_download", &download, err) < 0)
+    return -1;
+  if (agt_abspath_check("manifest", manifest, err) < 0)
+    return -1;
+  if (access(manifest, R_OK) < 0)
+    return agt_error_make(err, errno, "manifest '%s'", manifest);
+  if (req->d->pending_builds >= MAX_PENDING_BUILDS)
+    return agt_error_kind(err, AGT_E_LIMIT, "%d rootfs builds are running already",
+                          MAX_PENDING_BUILDS);
+  b = xzalloc(sizeof *b);
+  b->d = req->d;
+  b->store = xstrdup(req->d->rootfs_dir);
+  b->manifest = xstrdup(manifest);
+  b->opts.allow_download = download;
+  b->work.data = b;
+  agt_pending_add(&b->waiters, req);
+  req->d->pending_builds++;
+  uv_queue_work(req->d->loop, &b->work, build_work, build_done);
+  return 1;
+}
+
+int agt_req_rootfs_ls(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  json_t *list;
+  size_t i;
+  json_t *info;
+
+  if (agt_rootfs_list(req->d->rootfs_dir, &list, err) < 0)
+    return -1;
+  json_array_foreach(list, i, info)
+  {
+    json_t *users = json_array();
+    const char *id = json_string_value(json_object_get(info, "id"));
+    for (agt_jail_t *j = req->d->jails; j; j = j->next)
+      if (id && strcmp(j->rootfs_id, id) == 0)
+        json_array_append_new(users, json_string(j->name));
+    json_object_set_new(info, "jails", users);
+  }
+  *result = json_pack("{s:o}", "rootfs", list);
+  return 0;
+}
+
+int agt_req_rootfs_rm(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  const char *ref, *id;
+  json_t *info;
+  char users[512] = "";
+  size_t n = 0;
+
+  if (agt_param_str(req->params, "ref", 1, &ref, err) < 0)
+    return -1;
+  if (agt_rootfs_resolve(req->d->rootfs_dir, ref, &info, err) < 0)
+    return -1;
+  id = json_string_value(json_object_get(info, "id"));
+  for (agt_jail_t *j = req->d->jails; j; j = j->next)
+    if (strcmp(j->rootfs_id, id) == 0 && n + strlen(j->name) + 3 < sizeof users) {
+      n += (size_t)snprintf(users + n, sizeof users - n, "%s%s", n ? ", " : "", j->name);
+    }
+  if (n > 0) {
+    agt_error_kind(err, AGT_E_BUSY, "rootfs %.12s is used by jails: %s", id, users);
+    json_decref(info);
+    return -1;
+  }
+  if (agt_rootfs_remove(req->d->rootfs_dir, id, err) < 0) {
+    json_decref(info);
+    return -1;
+  }
+  *result = json_pack("{s:s, s:b}", "id", id, "removed", 1);
+  json_decref(info);
+  return 0;
+}

@@ -1,0 +1,342 @@
+/* The unix socket, its connections and the method table. */
+#include "server.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "xalloc.h"
+
+enum { NEEDS_HELLO = 1 };
+
+static const struct {
+  const char *name;
+  agt_handler_fn fn;
+  int flags;
+} methods[] = {
+    {"hello", agt_req_hello, 0},
+    {"daemon.status", agt_req_daemon_status, NEEDS_HELLO},
+    {"jail.create", agt_req_jail_create, NEEDS_HELLO},
+    {"jail.run", agt_req_jail_run, NEEDS_HELLO},
+    {"jail.start", agt_req_jail_start, NEEDS_HELLO},
+    {"jail.stop", agt_req_jail_stop, NEEDS_HELLO},
+    {"jail.kill", agt_req_jail_kill, NEEDS_HELLO},
+    {"jail.rm", agt_req_jail_rm, NEEDS_HELLO},
+    {"jail.ls", agt_req_jail_ls, NEEDS_HELLO},
+    {"jail.inspect", agt_req_jail_inspect, NEEDS_HELLO},
+    {"jail.logs", agt_req_jail_logs, NEEDS_HELLO},
+    {"jail.wait", agt_req_jail_wait, NEEDS_HELLO},
+    {"rootfs.build", agt_req_rootfs_build, NEEDS_HELLO},
+    {"rootfs.ls", agt_req_rootfs_ls, NEEDS_HELLO},
+    {"rootfs.rm", agt_req_rootfs_rm, NEEDS_HELLO},
+};
+
+void agt_client_ref(agt_client_t *c)
+{
+  c->refs++;
+}
+
+static void client_free(agt_client_t *c)
+{
+  agt_decoder_release(&c->dec);
+  free(c);
+}
+
+void agt_client_unref(agt_client_t *c)
+{
+  if (--c->refs == 0)
+    client_free(c);
+}
+
+struct write_req {
+  uv_write_t req;
+  agt_client_t *client;
+  size_t len;
+  unsigned char *frame;
+};
+
+static void client_close(agt_client_t *c);
+
+static void write_cb(uv_write_t *w, int status)
+{
+  struct write_req *wr = (struct write_req *)w;
+  agt_client_t *c = wr->client;
+
+  c->out_queued -= wr->len;
+  free(wr->frame);
+  free(wr);
+  if (status < 0 && !c->closed)
+    client_close(c);
+  agt_client_unref(c);
+}
+
+static void send_msg(agt_client_t *c, json_t *msg)
+{
+  struct write_req *wr;
+  agt_error_t err = NULL;
+  unsigned char *frame;
+  size_t len;
+  uv_buf_t buf;
+
+  if (c->closed)
+    return;
+  if (agt_frame_encode(msg, &frame, &len, &err) < 0) {
+    /* Too large to send: say so instead (this always fits). */
+    json_t *id = json_object_get(msg, "id");
+    json_t *e = agt_msg_error(json_is_integer(id) ? (uint64_t)json_integer_value(id) : 0, err);
+    agt_error_release(&err);
+    if (agt_frame_encode(e, &frame, &len, &err) < 0) {
+      json_decref(e);
+      agt_error_release(&err);
+      return;
+    }
+    json_decref(e);
+  }
+  if (c->out_queued + len > AGT_CLIENT_OUT_MAX) {
+    /* A client that does not read its replies is cut off rather than let grow. */
+    free(frame);
+    agtd_log("client not reading its replies: disconnected");
+    client_close(c);
+    return;
+  }
+  wr = xzalloc(sizeof *wr);
+  wr->client = c;
+  wr->len = len;
+  wr->frame = frame;
+  buf = uv_buf_init((char *)frame, (unsigned)len);
+  c->out_queued += len;
+  agt_client_ref(c);
+  if (uv_write(&wr->req, (uv_stream_t *)&c->pipe, &buf, 1, write_cb) < 0) {
+    c->out_queued -= len;
+    free(frame);
+    free(wr);
+    agt_client_unref(c);
+    client_close(c);
+  }
+}
+
+void agt_reply(agt_client_t *c, uint64_t id, json_t *result)
+{
+  json_t *m = agt_msg_result(id, result);
+  send_msg(c, m);
+  json_decref(m);
+}
+
+void agt_reply_error(agt_client_t *c, uint64_t id, agt_error_t err)
+{
+  json_t *m = agt_msg_error(id, err);
+  send_msg(c, m);
+  json_decref(m);
+}
+
+void agt_pending_add(agt_pending_t **list, agt_req_t *req)
+{
+  agt_pending_t *p = xzalloc(sizeof *p);
+
+  p->client = req->client;
+  p->id = req->id;
+  agt_client_ref(req->client);
+  p->next = *list;
+  *list = p;
+}
+
+void agt_pending_answer(agt_pending_t **list, json_t *result, agt_error_t err)
+{
+  agt_pending_t *p = *list, *next;
+  agt_error_t gone = NULL;
+
+  *list = NULL;
+  if (result == NULL && err == NULL) {
+    agt_error_kind(&gone, AGT_E_NOTFOUND, "the jail was removed");
+    err = gone;
+  }
+  for (; p; p = next) {
+    next = p->next;
+    if (err)
+      agt_reply_error(p->client, p->id, err);
+    else
+      agt_reply(p->client, p->id, result);
+    agt_client_unref(p->client);
+    free(p);
+  }
+  agt_error_release(&gone);
+}
+
+static void dispatch(agt_client_t *c, json_t *msg)
+{
+  agt_error_t err = NULL;
+  const char *method;
+  json_t *params = NULL, *result = NULL;
+  agt_req_t req;
+  size_t i;
+  int r;
+
+  memset(&req, 0, sizeof req);
+  if (agt_msg_parse_request(msg, &req.id, &method, &params, &err) < 0)
+    goto error;
+  for (i = 0; i < sizeof methods / sizeof methods[0]; i++)
+    if (strcmp(methods[i].name, method) == 0)
+      break;
+  if (i == sizeof methods / sizeof methods[0]) {
+    agt_error_kind(&err, AGT_E_PROTO, "unknown method '%.64s'", method);
+    goto error;
+  }
+  if ((methods[i].flags & NEEDS_HELLO) && !c->hello_done) {
+    agt_error_kind(&err, AGT_E_PROTO, "'%s' before 'hello'", method);
+    goto error;
+  }
+  req.d = c->d;
+  req.client = c;
+  req.params = json_is_object(params) ? json_incref(params) : json_object();
+  r = methods[i].fn(&req, &result, &err);
+  json_decref(req.params);
+  if (r < 0)
+    goto error;
+  if (r == 0) {
+    if (strcmp(method, "hello") == 0)
+      c->hello_done = 1;
+    agt_reply(c, req.id, result);
+    json_decref(result);
+  }
+  return;
+error:
+  agt_reply_error(c, req.id, err);
+  agt_error_release(&err);
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+  static char slab[65536];
+  (void)h;
+  (void)suggested;
+  buf->base = slab;
+  buf->len = sizeof slab;
+}
+
+static void closed_cb(uv_handle_t *h)
+{
+  agt_client_unref(h->data);
+}
+
+static void client_close(agt_client_t *c)
+{
+  agt_client_t **p;
+
+  if (c->closed)
+    return;
+  c->closed = 1;
+  for (p = &c->d->clients; *p; p = &(*p)->next)
+    if (*p == c) {
+      *p = c->next;
+      c->d->nclients--;
+      break;
+    }
+  uv_close((uv_handle_t *)&c->pipe, closed_cb);
+}
+
+static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+  agt_client_t *c = s->data;
+  json_t *msg;
+  agt_error_t err = NULL;
+  int r;
+
+  if (n < 0) {
+    client_close(c);
+    return;
+  }
+  agt_decoder_feed(&c->dec, buf->base, (size_t)n);
+  agt_client_ref(c);
+  while (!c->closed && (r = agt_decoder_next(&c->dec, &msg, &err)) != 0) {
+    if (r < 0) {
+      agt_reply_error(c, 0, err);
+      agt_error_release(&err);
+      continue;
+    }
+    dispatch(c, msg);
+    json_decref(msg);
+  }
+  agt_client_unref(c);
+}
+
+static void connection_cb(uv_stream_t *server, int status)
+{
+  agtd_t *d = server->data;
+  agt_client_t *c;
+
+  if (status < 0)
+    return;
+  c = xzalloc(sizeof *c);
+  c->d = d;
+  c->refs = 1;
+  agt_decoder_init(&c->dec);
+  uv_pipe_init(d->loop, &c->pipe, 0);
+  c->pipe.data = c;
+  if (uv_accept(server, (uv_stream_t *)&c->pipe) < 0) {
+    c->closed = 1;
+    uv_close((uv_handle_t *)&c->pipe, closed_cb);
+    return;
+  }
+  c->next = d->clients;
+  d->clients = c;
+  d->nclients++;
+  if (d->nclients > d->cfg.max_clients || d->shutting_down) {
+    agt_error_t err = NULL;
+    agt_error_kind(&err, AGT_E_LIMIT, "agtd serves %u connections already; try again later",
+                   d->cfg.max_clients);
+    agt_reply_error(c, 0, err);
+    agt_error_release(&err);
+    client_close(c);
+    return;
+  }
+  uv_read_start((uv_stream_t *)&c->pipe, alloc_cb, read_cb);
+}
+
+int agt_server_listen(agtd_t *d, agt_error_t *err)
+{
+  const char *path = d->cfg.socket_path;
+  cleanup_free char *dir = xstrdup(path);
+  char *slash = strrchr(dir, '/');
+  gid_t gid = 0;
+  int r;
+
+  if (d->cfg.group) {
+    struct group *g = getgrnam(d->cfg.group);
+    if (g == NULL)
+      return agt_error_kind(err, AGT_E_INVALID, "socket group '%s' does not exist", d->cfg.group);
+    gid = g->gr_gid;
+  }
+  if (slash && slash != dir) {
+    *slash = '\0';
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+      return agt_error_make(err, errno, "mkdir '%s'", dir);
+  }
+  if (unlink(path) < 0 && errno != ENOENT)
+    return agt_error_make(err, errno, "remove the old socket '%s'", path);
+  uv_pipe_init(d->loop, &d->listener, 0);
+  d->listener.data = d;
+  r = uv_pipe_bind(&d->listener, path);
+  if (r < 0)
+    return agt_error_kind(err, AGT_E_INTERNAL, "bind '%s': %s", path, uv_strerror(r));
+  /* Root and the socket's group only. */
+  if (chown(path, 0, gid) < 0 || chmod(path, 0660) < 0)
+    return agt_error_make(err, errno, "set the owner and mode of '%s'", path);
+  r = uv_listen((uv_stream_t *)&d->listener, 1024, connection_cb);
+  if (r < 0)
+    return agt_error_kind(err, AGT_E_INTERNAL, "listen on '%s': %s", path, uv_strerror(r));
+  return 0;
+}
+
+void agt_server_close(agtd_t *d)
+{
+  while (d->clients)
+    client_close(d->clients);
+  if (!uv_is_closing((uv_handle_t *)&d->listener))
+    uv_close((uv_handle_t *)&d->listener, NULL);
+  unlink(d->cfg.socket_path);
+}

@@ -1,0 +1,79 @@
+/* agtd's unix-socket server: connections, framing, the hello exchange, and dispatch of
+ * requests to the handlers in req_*.c through the method table in server.c. */
+#ifndef AGT_SERVER_H
+#define AGT_SERVER_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "daemon.h"
+#include "error.h"
+#include "proto.h"
+
+#define AGT_CLIENT_OUT_MAX (8u << 20) /* queued reply bytes before a client is cut off */
+
+struct agt_client_s {
+  struct agt_client_s *next;
+  agtd_t *d;
+  uv_pipe_t pipe;
+  agt_decoder_t dec;
+  int hello_done;
+  int refs;   /* the connection itself plus one per request answered later */
+  int closed; /* the connection is gone; replies are dropped */
+  size_t out_queued;
+};
+typedef struct agt_client_s agt_client_t;
+
+struct agt_req_s {
+  agtd_t *d;
+  agt_client_t *client;
+  uint64_t id;
+  json_t *params; /* an object (possibly empty) */
+};
+typedef struct agt_req_s agt_req_t;
+
+/* A handler answers now (return 0 with *result set, or -1 with *err set), or later
+ * (return 1 after keeping the request with agt_pending_add()). */
+typedef int (*agt_handler_fn)(agt_req_t *req, json_t **result, agt_error_t *err);
+
+/* Requests answered later: a list of (client, id). */
+struct agt_pending_s {
+  struct agt_pending_s *next;
+  agt_client_t *client;
+  uint64_t id;
+};
+typedef struct agt_pending_s agt_pending_t;
+
+void agt_pending_add(agt_pending_t **list, agt_req_t *req);
+/* Answer and free every pending request in the list: with result (borrowed) when err is
+ * NULL, else with the error. */
+void agt_pending_answer(agt_pending_t **list, json_t *result, agt_error_t err);
+
+int agt_server_listen(agtd_t *d, agt_error_t *err);
+void agt_server_close(agtd_t *d);
+
+void agt_client_ref(agt_client_t *c);
+void agt_client_unref(agt_client_t *c);
+/* Send a reply (result is borrowed). */
+void agt_reply(agt_client_t *c, uint64_t id, json_t *result);
+void agt_reply_error(agt_client_t *c, uint64_t id, agt_error_t err);
+
+/* Handlers. */
+int agt_req_hello(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_daemon_status(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_jail_create(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_jail_run(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_jail_start(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_jail_stop(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_jail_kill(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_jail_rm(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_jail_ls(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_jail_inspect(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_jail_logs(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_jail_wait(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_rootfs_build(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_rootfs_ls(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_rootfs_rm(agt_req_t *req, json_t **result, agt_error_t *err);
+
+#endif

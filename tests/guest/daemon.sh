@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The socket and the protocol: permissions, hello, and bad frames that get error replies
+# while agtd keeps serving everyone else.
+. "$(dirname "$0")/lib.sh"
+
+command -v python3 >/dev/null || bail "python3 is needed for the frame tests (apt-get install python3)"
+agtd_start
+
+is "the socket is mode 0660" "$(stat -c %a "$SOCK")" 660
+is "the socket belongs to root" "$(stat -c %U:%G "$SOCK")" root:root
+like "hello prints agtd's version" "$(ctl hello)" "^agtd [0-9]+\.[0-9]+\.[0-9]+, protocol 1$"
+
+python3 "$SRCDIR/tests/guest/frames.py" "$SOCK" "$TAP_N" >"$T/frames.out"
+rc=$?
+cat "$T/frames.out"
+TAP_N=$((TAP_N + $(grep -c '^ok\|^not ok' "$T/frames.out")))
+TAP_FAILED=$((TAP_FAILED + $(grep -c '^not ok' "$T/frames.out")))
+[ $rc -eq 0 ] || [ "$(grep -c '^not ok' "$T/frames.out")" -gt 0 ] || not_ok "frames.py failed before its checks (rc $rc)"
+
+check "agtd survived the bad frames" kill -0 "$AGTD_PID"
+like "and still answers" "$(ctl hello)" "^agtd "
+
+# A group may be given the socket; an unknown group is a clear start-up error.
+agtd_stop
+out=$("$AGTD" serve --socket "$T/other.sock" --state-dir "$STATE" --cgroup "$CG" --group no-such-group-x 2>&1)
+like "an unknown socket group is refused at start-up" "$out" "socket group 'no-such-group-x' does not exist"
+groupadd -f agt-test-grp
+agtd_start --group agt-test-grp
+is "the socket belongs to the configured group" "$(stat -c %G "$SOCK")" agt-test-grp
+check "agtd has no TCP or UDP socket" test -z "$(ss -tulpn 2>/dev/null | grep "pid=$AGTD_PID,")"

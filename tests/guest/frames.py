@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Sends well-formed and malformed frames to agtd and prints TAP lines for what it answers.
+
+usage: frames.py SOCKET FIRST_TEST_NUMBER
+Prints "ok N - ..." lines; the caller counts them.
+"""
+import json
+import socket
+import struct
+import sys
+import time
+
+sock_path = sys.argv[1]
+n = int(sys.argv[2])
+failed = 0
+
+
+def tap(good, desc, detail=""):
+    global n, failed
+    n += 1
+    print(("ok" if good else "not ok"), n, "-", desc)
+    if not good:
+        failed += 1
+        print("#  ", detail)
+
+
+def connect():
+    for _ in range(100):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        try:
+            s.connect(sock_path)
+            return s
+        except BlockingIOError:  # the listen backlog is full for a moment
+            s.close()
+            time.sleep(0.01)
+    raise RuntimeError("cannot connect to agtd")
+
+
+def frame(obj):
+    data = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+    return struct.pack(">I", len(data)) + data
+
+
+def read_msg(s):
+    hdr = b""
+    while len(hdr) < 4:
+        chunk = s.recv(4 - len(hdr))
+        if not chunk:
+            raise EOFError("closed")
+        hdr += chunk
+    (size,) = struct.unpack(">I", hdr)
+    body = b""
+    while len(body) < size:
+        chunk = s.recv(size - len(body))
+        if not chunk:
+            raise EOFError("closed")
+        body += chunk
+    return json.loads(body)
+
+
+def hello(s):
+    s.sendall(frame({"id": 1, "method": "hello", "params": {"version": 1}}))
+    return read_msg(s)
+
+
+s = connect()
+r = hello(s)
+tap(r.get("result", {}).get("version") == 1, "hello answers with the protocol version", r)
+
+cases = [
+    (b"\x00\x00\x00\x00", "empty frame"),
+    (frame(b"{not json"), "not valid JSON"),
+    (frame(b"[1,2,3]"), "not a JSON object"),
+    (frame({"method": "jail.ls"}), "field 'id'"),
+    (frame({"id": 2}), "field 'method'"),
+    (frame({"id": 3, "method": "jail.ls", "params": [1]}), "field 'params'"),
+    (frame({"id": 4, "method": "no.such"}), "unknown method 'no.such'"),
+    (frame({"id": 5, "method": "jail.inspect", "params": {"name": 7}}), "must be a string"),
+    (frame({"id": 6, "method": "jail.create", "params": {"name": "x", "bogus": 1}}), "unknown field 'bogus'"),
+    (frame(b'{"id":7,"id":8,"method":"jail.ls"}'), "duplicate"),
+    (frame({"id": 9, "method": "jail.create", "params": {"name": "../../etc"}}), "jail name"),
+]
+for raw, want in cases:
+    s.sendall(raw)
+    r = read_msg(s)
+    msg = r.get("error", {}).get("message", "")
+    tap("error" in r and want in msg, f"bad frame ({want}) gets an error reply", r)
+
+# Oversized: a 2 GiB declared frame; the start of its body, then a good request on the
+# same connection is still answered.
+s.sendall(struct.pack(">I", 0x7FFFFFF0) + b"x" * 100000)
+r = read_msg(s)
+tap("exceeds the limit" in r.get("error", {}).get("message", ""), "an oversized frame is refused", r)
+
+# A request before hello on a fresh connection.
+s2 = connect()
+s2.sendall(frame({"id": 1, "method": "jail.ls"}))
+r = read_msg(s2)
+tap("before 'hello'" in r.get("error", {}).get("message", ""), "a request before hello is refused", r)
+s2.sendall(frame({"id": 2, "method": "hello", "params": {"version": 99}}))
+r = read_msg(s2)
+tap("not supported" in r.get("error", {}).get("message", ""), "an unknown protocol version is refused", r)
+s2.close()
+
+# Meanwhile other clients are served at once.
+t0 = time.time()
+s3 = connect()
+hello(s3)
+s3.sendall(frame({"id": 2, "method": "jail.ls"}))
+r = read_msg(s3)
+tap("jails" in r.get("result", {}) and time.time() - t0 < 2, "another client is served while one sends garbage", r)
+
+# Half a frame, then silence: the others are not held up.
+s4 = connect()
+s4.sendall(struct.pack(">I", 100) + b'{"id":')
+s3.sendall(frame({"id": 3, "method": "daemon.status"}))
+r = read_msg(s3)
+tap("uptime" in r.get("result", {}), "a half-sent frame on one connection stalls no other", r)
+s4.close()
+
+# Many connections that hang up abruptly.
+for _ in range(200):
+    c = connect()
+    c.sendall(struct.pack(">I", 50) + b"{")
+    c.close()
+# agtd sees each hang-up in its own time: ask until the count settles (at most 5 s).
+for i in range(50):
+    s3.sendall(frame({"id": 4 + i, "method": "daemon.status"}))
+    r = read_msg(s3)
+    if r.get("result", {}).get("clients", 99) <= 3:
+        break
+    time.sleep(0.1)
+tap(r.get("result", {}).get("clients", 99) <= 3, "abandoned connections are cleaned up", r)
+s3.close()
+s.close()
+sys.exit(1 if failed else 0)

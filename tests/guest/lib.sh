@@ -1,0 +1,136 @@
+# Shared by the guest tests: TAP output, a private agtd per test file, and helpers.
+# Guest tests need root and Linux.  A missing prerequisite is a failure ("Bail out!"),
+# never a skip.
+set -u
+
+: "${AGTD:?AGTD must name the agtd binary (meson sets it)}"
+: "${PROBE:?PROBE must name the static probe binary (meson sets it)}"
+SRCDIR=${SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+
+T=$(mktemp -d /tmp/agt-test.XXXXXX)
+chmod 755 "$T"
+SOCK=$T/agtd.sock
+STATE=$T/state
+CG=agt-test-$$
+AGTD_PID=
+TAP_N=0
+TAP_FAILED=0
+
+ok() {
+  TAP_N=$((TAP_N + 1))
+  echo "ok $TAP_N - $*"
+}
+
+not_ok() {
+  TAP_N=$((TAP_N + 1))
+  TAP_FAILED=$((TAP_FAILED + 1))
+  echo "not ok $TAP_N - $*"
+}
+
+# check DESCRIPTION COMMAND...: ok when the command succeeds.
+check() {
+  local desc=$1
+  shift
+  if "$@"; then ok "$desc"; else not_ok "$desc"; fi
+}
+
+# is DESCRIPTION GOT WANT
+is() {
+  if [ "$2" = "$3" ]; then
+    ok "$1"
+  else
+    not_ok "$1"
+    echo "#   got:  '$2'"
+    echo "#   want: '$3'"
+  fi
+}
+
+# like DESCRIPTION TEXT PATTERN (grep -E)
+like() {
+  if printf '%s\n' "$2" | grep -Eq -- "$3"; then
+    ok "$1"
+  else
+    not_ok "$1"
+    printf '%s\n' "$2" | head -20 | sed 's/^/#   got: /'
+    echo "#   want match: $3"
+  fi
+}
+
+bail() {
+  echo "Bail out! $*"
+  exit 1
+}
+
+[ "$(id -u)" = 0 ] || bail "guest tests need root (real namespaces, mounts and cgroups)"
+[ "$(uname -s)" = Linux ] || bail "guest tests need Linux"
+
+ctl() { "$AGTD" ctl -s "$SOCK" "$@"; }
+
+agtd_start() {
+  "$AGTD" serve --socket "$SOCK" --state-dir "$STATE" --cgroup "$CG" --workspace-root "$T" \
+    "$@" >>"$T/agtd.log" 2>&1 &
+  AGTD_PID=$!
+  for _ in $(seq 1 200); do
+    ctl hello >/dev/null 2>&1 && return 0
+    kill -0 "$AGTD_PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  sed 's/^/# agtd: /' "$T/agtd.log"
+  bail "agtd did not start"
+}
+
+agtd_stop() {
+  [ -n "$AGTD_PID" ] || return 0
+  kill -TERM "$AGTD_PID" 2>/dev/null
+  wait "$AGTD_PID" 2>/dev/null
+  AGTD_PID=
+}
+
+# A small rootfs for tests: toybox and busybox userland plus the probe.
+build_test_rootfs() {
+  local m=$T/test-rootfs.yaml
+  sed "s|@PROBE@|$PROBE|" "$SRCDIR/tests/guest/test-rootfs.yaml" >"$m"
+  ctl rootfs build "$m" --no-download >"$T/rootfs.out" 2>&1 || {
+    sed 's/^/# /' "$T/rootfs.out"
+    bail "the test rootfs did not build"
+  }
+  TEST_ROOTFS=$(cut -d' ' -f1 "$T/rootfs.out")
+}
+
+# Mounts, processes and cgroups this test's agtd left behind.
+leftovers() {
+  grep -c " $T/" /proc/self/mountinfo
+}
+
+# Processes in this test's cgroups.
+jail_procs() {
+  grep -l "/$CG/" /proc/[0-9]*/cgroup 2>/dev/null | wc -l
+}
+
+cgroup_dirs() {
+  local n=0 d
+  for d in /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG"; do
+    [ -d "$d" ] || continue
+    n=$((n + $(find "$d" -mindepth 1 -type d | wc -l)))
+  done
+  echo "$n"
+}
+
+finish() {
+  local rc=$?
+  agtd_stop
+  for d in /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG"; do
+    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
+  if [ "$TAP_FAILED" -gt 0 ] || [ "$rc" -ne 0 ]; then
+    echo "# agtd log (last 30 lines):"
+    tail -30 "$T/agtd.log" 2>/dev/null | sed 's/^/#   /'
+  fi
+  if ! grep -q " $T/" /proc/self/mountinfo; then
+    rm -rf --one-file-system "$T"
+  fi
+  echo "1..$TAP_N"
+  [ "$TAP_FAILED" -eq 0 ] && [ "$rc" -eq 0 ]
+  exit $?
+}
+trap finish EXIT

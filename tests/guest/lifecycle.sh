@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# A jail's life: create, start, logs, stop (SIGTERM, then SIGKILL after the grace period),
+# kill, restart, rm; records kept across an agtd restart; bad requests refused clearly.
+. "$(dirname "$0")/lib.sh"
+
+agtd_start
+build_test_rootfs
+R=$TEST_ROOTFS
+
+out=$(ctl jail create --name a --rootfs "$R" -- /bin/sh -c 'echo out-$((6*7)); echo err >&2; exit 3')
+is "create answers with the name" "$out" "a"
+like "a created jail is listed as created" "$(ctl jail ls)" "^a +shell +created"
+out=$(ctl jail start a)
+like "start answers once the agent has exec'd" "$out" "^a started in [0-9.]+ ms"
+out=$(ctl jail wait a)
+is "wait answers with the exit code" "$out" "a: exited (exit code 3)"
+logs=$(ctl jail logs a)
+like "stdout is captured" "$logs" "^out-42$"
+like "stderr is captured" "$logs" "^err$"
+ctl jail start a >/dev/null && ctl jail wait a >/dev/null
+is "a jail can be started again; logs accumulate" "$(ctl jail logs a | grep -c out-42)" 2
+like "inspect shows the command" "$(ctl jail inspect a)" '"argv": \['
+like "inspect shows variable names, not values" "$(ctl jail inspect a)" '"PATH"'
+check "inspect does not show variable values" test -z "$(ctl jail inspect a | grep '/usr/local/bin:')"
+
+# stop: an agent that ignores SIGTERM is killed after the grace period
+ctl jail run --name b --rootfs "$R" -- /bin/sh -c 'trap "" TERM; echo ready; while :; do sleep 1; done' >/dev/null
+t0=$(date +%s%N)
+out=$(ctl jail stop b 500)
+t1=$(date +%s%N)
+like "stop of a SIGTERM-ignoring agent ends with SIGKILL" "$out" "exit code 137"
+ms=$(((t1 - t0) / 1000000))
+check "stop waited for the grace period (${ms} ms >= 450)" test "$ms" -ge 450
+like "the reason says so" "$(ctl jail inspect b)" "grace period"
+
+# stop: an agent that exits on SIGTERM
+ctl jail run --name c --rootfs "$R" -- /bin/sh -c 'trap "exit 0" TERM; while :; do sleep 0.1; done' >/dev/null
+sleep 0.3
+out=$(ctl jail stop c 10000)
+like "stop delivers SIGTERM to the agent" "$out" "exit code 0"
+
+# kill
+ctl jail run --name d --rootfs "$R" -- probe sleep 100 >/dev/null
+ctl jail kill d 9 >/dev/null
+like "kill ends the jail" "$(ctl jail wait d)" "exit code 137"
+
+# rm of a running jail needs force
+ctl jail run --name e --rootfs "$R" -- probe sleep 100 >/dev/null
+out=$(ctl jail rm e 2>&1)
+like "rm of a running jail is refused" "$out" "is running: stop it first"
+ctl jail rm e --force >/dev/null
+like "rm --force kills and removes it" "$(ctl jail ls)" "^NAME"
+check "e is gone" test -z "$(ctl jail ls | grep '^e ')"
+
+# records survive an agtd restart; a jail running at the restart is reported as ended
+ctl jail run --name f --rootfs "$R" -- probe sleep 100 >/dev/null
+agtd_stop
+agtd_start
+out=$(ctl jail ls)
+like "a restarted agtd lists the jails" "$out" "^a +shell +exited +3"
+like "the jail that was running is listed as exited" "$out" "^f +shell +exited +137"
+like "with the reason" "$(ctl jail inspect f)" "agtd restarted"
+like "its logs are still there" "$(ctl jail logs a)" "out-42"
+is "no process of the killed jail survived" "$(jail_procs)" 0
+ctl jail start f >/dev/null
+like "a jail can start again after the restart" "$(ctl jail ls)" "^f +shell +running"
+ctl jail rm f --force >/dev/null
+
+# bounded logs: 8 KiB budget, 200 KB written: the end is kept, the rest rotated away
+ctl jail run --name g --rootfs "$R" --log 8K -- probe spam 20000 >/dev/null
+ctl jail wait g >/dev/null
+logs=$(ctl jail logs g)
+like "the newest output is kept" "$logs" "^line 19999$"
+check "the log stays within its budget ($(du -sb "$STATE/jails/g" | cut -f1) bytes in the jail dir)" \
+  test "$(cat "$STATE"/jails/g/console.log* | wc -c)" -le 8192
+
+# bad requests: clear errors, nothing created
+expect_err() {
+  local desc=$1 pattern=$2
+  shift 2
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ $rc -ne 0 ] && printf '%s' "$out" | grep -Eq -- "$pattern"; then
+    ok "$desc"
+  else
+    not_ok "$desc"
+    echo "#   rc=$rc out: $out"
+  fi
+}
+expect_err "a bad name is refused" "jail name 'Bad/Name' must start" ctl jail create --name Bad/Name -- true
+expect_err "a duplicate name is refused" "exists already" ctl jail create --name a -- true
+expect_err "a relative workspace is refused" "not an absolute path" ctl jail create --name w1 --workspace rel/dir -- true
+expect_err "a workspace with .. is refused" "'\.\.' component" ctl jail create --name w2 --workspace "$T/../etc" -- true
+ln -s /etc "$T/link"
+expect_err "a workspace through a symlink is refused" "symlink" ctl jail create --name w3 --workspace "$T/link" -- true
+mkdir -p "$T/real/ws"
+ln -s "$T/real" "$T/link2"
+expect_err "a symlink in the middle of the path is refused" "symlink" ctl jail create --name w4 --workspace "$T/link2/ws" -- true
+expect_err "a workspace outside agtd's roots is refused" "not under a workspace root" ctl jail create --name w5 --workspace /etc -- true
+expect_err "an unknown rootfs is refused" "rootfs 'nope'" ctl jail create --name w6 --rootfs nope -- true
+expect_err "an unknown agent without argv is refused" "no default command" ctl jail create --name w7 --agent claude-x
+expect_err "a too small memory limit is refused" "at least 8 MiB" ctl jail create --name w8 --memory 1M -- true
+expect_err "start of an unknown jail" "no jail named 'zz'" ctl jail start zz
+expect_err "a missing binary fails the start with the exec error" "exec /no/such: No such file" ctl jail run --name w9 --rootfs "$R" -- /no/such
+check "the failed run left no jail behind" test -z "$(ctl jail ls | grep '^w')"
+
+for j in a b c d g; do ctl jail rm "$j" >/dev/null; done
+is "nothing is left in the jails directory" "$(ls "$STATE/jails" | wc -l)" 0
+is "no mount is left" "$(leftovers)" 0
+is "no cgroup is left" "$(cgroup_dirs)" 0

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# A fork bomb and a memory hog stay inside their jails, and agtd keeps serving the others.
+. "$(dirname "$0")/lib.sh"
+
+agtd_start
+build_test_rootfs
+R=$TEST_ROOTFS
+
+ctl jail run --name bomb --rootfs "$R" --pids 64 -- probe forkbomb 6 >/dev/null
+ctl jail run --name hog --rootfs "$R" --memory 64M -- probe memhog 1024 >/dev/null
+sleep 1
+
+# While both attack, other jails start, run and finish, and agtd answers at once.
+t0=$(date +%s%N)
+for i in 1 2 3 4 5 6 7 8; do
+  ctl jail run --name "ok$i" --rootfs "$R" -- /bin/sh -c "echo alive-$i" >/dev/null || not_ok "start ok$i during the attack"
+done
+for i in 1 2 3 4 5 6 7 8; do ctl jail wait "ok$i" >/dev/null; done
+t1=$(date +%s%N)
+good=0
+for i in 1 2 3 4 5 6 7 8; do [ "$(ctl jail logs "ok$i")" = "alive-$i" ] && good=$((good + 1)); done
+is "8 other jails ran normally during the attacks ($(((t1 - t0) / 1000000)) ms)" "$good" 8
+like "agtd answers during the attacks" "$(ctl hello)" "^agtd "
+
+out=$(ctl jail wait bomb; ctl jail logs bomb)
+like "the fork bomb hit the jail's pids limit" "$out" "forked [0-9]+ before: Resource temporarily unavailable"
+n=$(printf '%s\n' "$out" | sed -n 's/^forked \([0-9]*\) before.*/\1/p')
+check "the fork bomb made fewer than 64 processes ($n)" test "${n:-999}" -lt 64
+
+out=$(ctl jail wait hog)
+like "the memory hog was killed inside its jail" "$out" "exit code 137"
+logs=$(ctl jail logs hog)
+last=$(printf '%s\n' "$logs" | grep -E '^[0-9]+ MB$' | tail -1 | cut -d' ' -f1)
+check "it got no further than its 64 MiB limit (last report ${last:-none} MB)" test "${last:-0}" -le 64
+
+# The guest itself was untouched: agtd is alive and still serving.
+check "agtd is still running" kill -0 "$AGTD_PID"
+ctl jail run --name after --rootfs "$R" -- /bin/sh -c 'echo fine' >/dev/null
+ctl jail wait after >/dev/null
+is "a new jail runs fine afterwards" "$(ctl jail logs after)" "fine"
+
+for j in bomb hog after ok1 ok2 ok3 ok4 ok5 ok6 ok7 ok8; do ctl jail rm "$j" >/dev/null; done
+is "no process is left" "$(jail_procs)" 0
+is "no cgroup is left" "$(cgroup_dirs)" 0
