@@ -72,6 +72,8 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
     return agt_error_wrap(err, "cgroups");
   if (agt_seccomp_compile(&d->seccomp, err) < 0)
     return agt_error_wrap(err, "seccomp filter");
+  if (agt_netns_pool_init(&d->netns, loop, cfg->netns_pool, err) < 0)
+    return agt_error_wrap(err, "network namespace pool");
   if (agt_jail_load_all(d, err) < 0)
     return -1;
   if (agt_server_listen(d, err) < 0)
@@ -109,6 +111,7 @@ void agtd_release(agtd_t *d)
     d->jails = j->next;
     agt_jail_free_now(j);
   }
+  agt_netns_pool_release(&d->netns);
   agt_seccomp_release(&d->seccomp);
   agt_cgroup_root_release(&d->cgroup);
   free(d->jails_dir);

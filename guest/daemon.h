@@ -10,6 +10,7 @@
 #include "cgroup.h"
 #include "error.h"
 #include "jail_seccomp.h"
+#include "netns_pool.h"
 
 struct agt_jail_s;
 struct agt_client_s;
@@ -21,6 +22,7 @@ struct agtd_config {
   unsigned max_clients;               /* connections served at once */
   unsigned max_jails;                 /* jail records at once */
   const char *cgroup_parent;          /* cgroup under which jails live ("agt") */
+  unsigned netns_pool;                /* network namespaces made ahead of time (0: none) */
   const char *const *workspace_roots; /* a workspace must lie under one of these */
   size_t nworkspace_roots;
 };
@@ -40,6 +42,7 @@ struct agtd_s {
   unsigned pending_builds; /* rootfs builds running in the threadpool */
   struct agt_cgroup_root cgroup;
   struct agt_seccomp_prog seccomp;
+  struct agt_netns_pool netns;
   int shutting_down;
   time_t started;
 };

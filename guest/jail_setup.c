@@ -376,16 +376,22 @@ __attribute__((noreturn)) static void exec_agent(const struct agt_spawn_plan *p)
  * had open (its socket, other jails' pipes, clients). */
 static void tidy_fds(const struct agt_spawn_plan *p)
 {
-  int tmp[4];
+  int tmp[AGT_CHILD_NFDS];
 
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < AGT_CHILD_NFDS; i++) {
+    tmp[i] = -1;
+    if (p->fds[i] < 0)
+      continue;
     tmp[i] = fcntl(p->fds[i], F_DUPFD_CLOEXEC, AGT_CHILD_FIRST_FREE);
     if (tmp[i] < 0)
       _exit(126);
   }
-  for (int i = 0; i < 4; i++)
-    if (dup3(tmp[i], AGT_CHILD_SYNC_FD + i, O_CLOEXEC) < 0)
+  for (int i = 0; i < AGT_CHILD_NFDS; i++) {
+    if (tmp[i] < 0)
+      close(AGT_CHILD_SYNC_FD + i);
+    else if (dup3(tmp[i], AGT_CHILD_SYNC_FD + i, O_CLOEXEC) < 0)
       _exit(126);
+  }
   syscall(SYS_close_range, AGT_CHILD_FIRST_FREE, ~0U, 0);
 }
 
@@ -397,6 +403,12 @@ void agt_jail_child(const struct agt_spawn_plan *p)
 
   tidy_fds(p);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (p->fds[4] >= 0) {
+    /* A fresh namespace from the pool, its loopback already up. */
+    if (setns(AGT_CHILD_NETNS_FD, CLONE_NEWNET) < 0)
+      fail("enter the network namespace", "", errno);
+    close(AGT_CHILD_NETNS_FD);
+  }
   if (setsid() < 0)
     fail("setsid", "", errno);
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -416,7 +428,8 @@ void agt_jail_child(const struct agt_spawn_plan *p)
 
   if (sethostname(p->hostname, strlen(p->hostname)) < 0)
     fail("sethostname", "", errno);
-  loopback_up();
+  if (p->fds[4] < 0)
+    loopback_up();
 
   /* pivot_root(".", "."), then detach the old root stacked underneath: nothing of the
    * guest's tree stays reachable. */

@@ -18,7 +18,9 @@ enum {
   AGT_CHILD_STATUS_FD = 4, /* write: setup errors; closed on the agent's exec */
   AGT_CHILD_OUT_FD = 5,    /* write: the agent's stdout */
   AGT_CHILD_ERR_FD = 6,    /* write: the agent's stderr */
-  AGT_CHILD_FIRST_FREE = 7,
+  AGT_CHILD_NETNS_FD = 7,  /* a ready network namespace from the pool, if any */
+  AGT_CHILD_FIRST_FREE = 8,
+  AGT_CHILD_NFDS = 5,
 };
 
 struct agt_setup_error {
@@ -42,7 +44,9 @@ struct agt_spawn_plan {
   uint64_t nofile;
   int cap_last;
   const struct sock_fprog *seccomp;
-  int fds[4]; /* in the parent's numbering: sync read, status write, out write, err write */
+  /* In the parent's numbering: sync read, status write, out write, err write, netns (or -1:
+   * then clone3 makes the network namespace). */
+  int fds[AGT_CHILD_NFDS];
 };
 
 /* Runs in the child; never returns. */

@@ -50,13 +50,13 @@ static void close_all(int *fds, int n)
     }
 }
 
-static pid_t clone_jail(int *pidfd)
+static pid_t clone_jail(int *pidfd, int have_netns)
 {
   struct clone_args args;
 
   memset(&args, 0, sizeof args);
-  args.flags =
-      CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD;
+  args.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD |
+               (have_netns ? 0 : CLONE_NEWNET);
   args.pidfd = (uint64_t)(uintptr_t)pidfd;
   args.exit_signal = SIGCHLD;
   return (pid_t)syscall(SYS_clone3, &args, sizeof args);
@@ -67,7 +67,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   struct agt_spawn_plan plan;
   /* sync[0..1], status[2..3], out[4..5], errout[6..7]: read end first */
   int fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
-  int pidfd = -1;
+  int pidfd = -1, netns = -1;
   pid_t pid;
 
   if (j->state == AGT_JAIL_STARTING || j->state == AGT_JAIL_RUNNING ||
@@ -120,9 +120,11 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   plan.fds[1] = fds[3]; /* status: the child writes */
   plan.fds[2] = fds[5];
   plan.fds[3] = fds[7];
+  netns = agt_netns_pool_take(&j->d->netns);
+  plan.fds[4] = netns;
 
   j->start_request_ns = j->start_request_ns ? j->start_request_ns : agt_now_ns();
-  pid = clone_jail(&pidfd);
+  pid = clone_jail(&pidfd, netns >= 0);
   if (pid < 0) {
     agt_error_make(err, errno, "clone the jail");
     goto fail;
@@ -131,6 +133,9 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
     agt_jail_child(&plan);
 
   /* Parent: keep the read ends of status/out/err and the write end of sync. */
+  if (netns >= 0)
+    close(netns);
+  netns = -1;
   close(fds[0]);
   close(fds[3]);
   close(fds[5]);
@@ -168,6 +173,8 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
 
 fail:
   close_all(fds, 8);
+  if (netns >= 0)
+    close(netns);
   agt_cgroup_destroy(&j->d->cgroup, j->name, NULL);
   return -1;
 }

@@ -19,6 +19,7 @@ enum {
   OPT_MAX_JAILS,
   OPT_CGROUP,
   OPT_WORKSPACE_ROOT,
+  OPT_NETNS_POOL,
 };
 
 static const struct agt_opt serve_opts[] = {
@@ -28,6 +29,7 @@ static const struct agt_opt serve_opts[] = {
     {OPT_MAX_CLIENTS, "max-clients", "N", "connections served at once (256)"},
     {OPT_MAX_JAILS, "max-jails", "N", "jail records at once (2000)"},
     {OPT_CGROUP, "cgroup", "NAME", "cgroup under which jails live (agt)"},
+    {OPT_NETNS_POOL, "netns-pool", "N", "network namespaces made ahead of time, 0 for none (8)"},
     {OPT_WORKSPACE_ROOT, "workspace-root", "DIR",
      "allow workspaces under DIR (repeatable; /home, /Users and the state's workspaces)"},
     {0, NULL, NULL, NULL},
@@ -64,6 +66,13 @@ static int serve_opt(void *ctx, int key, const char *arg, agt_error_t *err)
       return -1;
     a->roots[a->nroots++] = arg;
     return 0;
+  case OPT_NETNS_POOL:
+    if (agt_parse_u64("--netns-pool", arg, &v, err) < 0)
+      return -1;
+    if (v > AGT_NETNS_POOL_MAX)
+      return agt_error_kind(err, AGT_E_INVALID, "--netns-pool is at most %d", AGT_NETNS_POOL_MAX);
+    a->cfg.netns_pool = (unsigned)v;
+    return 0;
   case OPT_MAX_CLIENTS:
   case OPT_MAX_JAILS:
     if (agt_parse_u64(key == OPT_MAX_CLIENTS ? "--max-clients" : "--max-jails", arg, &v, err) < 0)
@@ -94,6 +103,7 @@ static int serve_main(int argc, char **argv)
   a.cfg.max_clients = 256;
   a.cfg.max_jails = 2000;
   a.cfg.cgroup_parent = "agt";
+  a.cfg.netns_pool = 8;
   i = agt_opts_parse(argc, argv, serve_opts, serve_opt, &a, &err);
   if (i == -2) {
     agt_opts_usage(stdout, "agtd serve [OPTIONS]",
