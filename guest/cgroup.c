@@ -1,6 +1,7 @@
 #include "cgroup.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/magic.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,25 +14,42 @@
 #include "cleanup.h"
 #include "xalloc.h"
 
-int agt_cgroup_root_init(struct agt_cgroup_root *r, const char *parent, agt_error_t *err)
+int agt_cgroup_root_init_at(struct agt_cgroup_root *r, const char *parent, const char *fsroot,
+                            int version, agt_error_t *err)
 {
   struct statfs sfs;
 
   memset(r, 0, sizeof *r);
   r->parent = xstrdup(parent);
-  if (statfs("/sys/fs/cgroup", &sfs) < 0)
-    return agt_error_make(err, errno, "statfs '/sys/fs/cgroup'");
-  if (sfs.f_type == CGROUP2_SUPER_MAGIC) {
-    r->version = 2;
-    return agt_cgroup_v2_init(r, err);
+  r->fsroot = xstrdup(fsroot);
+  if (version == 0) {
+    if (statfs(fsroot, &sfs) < 0)
+      return agt_error_make(err, errno, "statfs '%s'", fsroot);
+    version = sfs.f_type == CGROUP2_SUPER_MAGIC ? 2 : 1;
   }
-  r->version = 1;
-  return agt_cgroup_v1_init(r, err);
+  r->version = version;
+  return version == 2 ? agt_cgroup_v2_init(r, err) : agt_cgroup_v1_init(r, err);
+}
+
+int agt_cgroup_root_init(struct agt_cgroup_root *r, const char *parent, agt_error_t *err)
+{
+  return agt_cgroup_root_init_at(r, parent, "/sys/fs/cgroup", 0, err);
+}
+
+int agt_cgroup_open(struct agt_cgroup_root *r, const char *jail)
+{
+  cleanup_free char *dir = NULL;
+
+  if (r->version != 2)
+    return -1;
+  dir = xasprintf("%s/%s", r->v2_base, jail);
+  return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 void agt_cgroup_root_release(struct agt_cgroup_root *r)
 {
   free(r->parent);
+  free(r->fsroot);
   free(r->v2_base);
   for (int i = 0; i < 3; i++)
     free(r->v1_base[i]);

@@ -24,12 +24,18 @@ struct agt_cgroup_stats {
 
 struct agt_cgroup_root {
   int version;      /* 1 or 2 */
+  char *fsroot;     /* where the hierarchies are mounted: /sys/fs/cgroup */
   char *parent;     /* "agt" */
   char *v2_base;    /* v2: /sys/fs/cgroup/<parent> */
   char *v1_base[3]; /* v1: /sys/fs/cgroup/{memory,pids,cpu}/<parent> */
 };
 
 int agt_cgroup_root_init(struct agt_cgroup_root *r, const char *parent, agt_error_t *err);
+/* The same with the mount point and version given (version 0: detect).  For tests. */
+int agt_cgroup_root_init_at(struct agt_cgroup_root *r, const char *parent, const char *fsroot,
+                            int version, agt_error_t *err);
+/* An fd of the jail's cgroup directory for clone3(CLONE_INTO_CGROUP) (v2), or -1. */
+int agt_cgroup_open(struct agt_cgroup_root *r, const char *jail);
 void agt_cgroup_root_release(struct agt_cgroup_root *r);
 
 /* Create the jail's cgroup(s) and write the limits. */

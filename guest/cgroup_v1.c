@@ -19,7 +19,7 @@ int agt_cgroup_v1_init(struct agt_cgroup_root *r, agt_error_t *err)
   struct stat st;
 
   for (int i = 0; i < 3; i++) {
-    cleanup_free char *mnt = xasprintf("/sys/fs/cgroup/%s", controllers[i]);
+    cleanup_free char *mnt = xasprintf("%s/%s", r->fsroot, controllers[i]);
     if (stat(mnt, &st) < 0)
       return agt_error_make(err, errno, "cgroup v1 controller '%s' is not mounted at '%s'",
                             controllers[i], mnt);

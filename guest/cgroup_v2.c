@@ -33,8 +33,8 @@ static int enable_controllers(const char *dir, agt_error_t *err)
 
 int agt_cgroup_v2_init(struct agt_cgroup_root *r, agt_error_t *err)
 {
-  r->v2_base = xasprintf("/sys/fs/cgroup/%s", r->parent);
-  if (enable_controllers("/sys/fs/cgroup", err) < 0)
+  r->v2_base = xasprintf("%s/%s", r->fsroot, r->parent);
+  if (enable_controllers(r->fsroot, err) < 0)
     return -1;
   if (mkdir(r->v2_base, 0755) < 0 && errno != EEXIST)
     return agt_error_make(err, errno, "mkdir '%s'", r->v2_base);

@@ -186,7 +186,7 @@ int agt_read_file(const char *path, size_t max, char **out, size_t *outlen, agt_
 
 int agt_write_str(const char *path, const char *s, agt_error_t *err)
 {
-  cleanup_close int fd = open(path, O_WRONLY | O_CLOEXEC);
+  cleanup_close int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
   size_t n = strlen(s);
 
   if (fd < 0)

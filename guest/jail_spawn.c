@@ -50,15 +50,31 @@ static void close_all(int *fds, int n)
     }
 }
 
-static pid_t clone_jail(int *pidfd, int have_netns)
+/* clone3 into the jail's namespaces.  With cgroup v2 the child is born in its cgroup
+ * (CLONE_INTO_CGROUP): no migration, and nothing runs outside the jail's limits even for a
+ * moment.  *attached says whether that happened. */
+static pid_t clone_jail(int *pidfd, int have_netns, int cgroup_fd, int *attached)
 {
   struct clone_args args;
+  pid_t pid;
 
   memset(&args, 0, sizeof args);
   args.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD |
                (have_netns ? 0 : CLONE_NEWNET);
   args.pidfd = (uint64_t)(uintptr_t)pidfd;
   args.exit_signal = SIGCHLD;
+  *attached = 0;
+  if (cgroup_fd >= 0) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = (uint64_t)cgroup_fd;
+    pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
+    if (pid >= 0) {
+      *attached = 1;
+      return pid;
+    }
+    args.flags &= ~(uint64_t)CLONE_INTO_CGROUP; /* kernels before 5.7: migrate instead */
+    args.cgroup = 0;
+  }
   return (pid_t)syscall(SYS_clone3, &args, sizeof args);
 }
 
@@ -67,7 +83,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   struct agt_spawn_plan plan;
   /* sync[0..1], status[2..3], out[4..5], errout[6..7]: read end first */
   int fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
-  int pidfd = -1, netns = -1;
+  int pidfd = -1, netns = -1, cgroup_fd, attached;
   pid_t pid;
 
   if (j->state == AGT_JAIL_STARTING || j->state == AGT_JAIL_RUNNING ||
@@ -124,7 +140,10 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   plan.fds[4] = netns;
 
   j->start_request_ns = j->start_request_ns ? j->start_request_ns : agt_now_ns();
-  pid = clone_jail(&pidfd, netns >= 0);
+  cgroup_fd = agt_cgroup_open(&j->d->cgroup, j->name);
+  pid = clone_jail(&pidfd, netns >= 0, cgroup_fd, &attached);
+  if (cgroup_fd >= 0)
+    close(cgroup_fd);
   if (pid < 0) {
     agt_error_make(err, errno, "clone the jail");
     goto fail;
@@ -142,7 +161,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   close(fds[7]);
   fds[0] = fds[3] = fds[5] = fds[7] = -1;
 
-  if (agt_cgroup_attach(&j->d->cgroup, j->name, pid, err) < 0) {
+  if (!attached && agt_cgroup_attach(&j->d->cgroup, j->name, pid, err) < 0) {
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
     agt_error_wrap(err, "start jail '%s'", j->name);
     /* The child exits when the sync pipe closes; supervise it so it is reaped. */
