@@ -34,6 +34,8 @@ enum {
   OPT_LOG,
   OPT_NO_DOWNLOAD,
   OPT_ENV,
+  OPT_NET,
+  OPT_ALLOW,
 };
 
 static int connect_agtd(struct ctl *c, agt_error_t *err)
@@ -143,6 +145,7 @@ struct create_opts {
   json_t *params;
   json_t *limits;
   json_t *env;
+  json_t *network;
 };
 
 static const struct agt_opt create_opts[] = {
@@ -157,6 +160,8 @@ static const struct agt_opt create_opts[] = {
     {OPT_NOFILE, "nofile", "N", "open file limit (4096)"},
     {OPT_TMP, "tmp", "SIZE", "size of the jail's /tmp (512M)"},
     {OPT_LOG, "log", "SIZE", "captured output kept on disk (8M)"},
+    {OPT_NET, "net", "MODE", "network: none, allow (through agtd's proxy) or open (allow)"},
+    {OPT_ALLOW, "allow", "HOST[:PORT]", "let the proxy reach HOST, or *.SUFFIX (repeatable)"},
     {0, NULL, NULL, NULL},
 };
 
@@ -199,6 +204,14 @@ static int create_opt(void *ctx, int key, const char *arg, agt_error_t *err)
                                           : "log",
                         json_integer((json_int_t)v));
     return 0;
+  case OPT_NET:
+    json_object_set_new(o->network, "mode", json_string(arg));
+    return 0;
+  case OPT_ALLOW:
+    if (!json_object_get(o->network, "allow"))
+      json_object_set_new(o->network, "allow", json_array());
+    json_array_append_new(json_object_get(o->network, "allow"), json_string(arg));
+    return 0;
   case OPT_PIDS:
   case OPT_CPU:
   case OPT_NOFILE:
@@ -217,7 +230,7 @@ static int create_opt(void *ctx, int key, const char *arg, agt_error_t *err)
 
 static int create_or_run(struct ctl *c, const char *method, int argc, char **argv, agt_error_t *err)
 {
-  struct create_opts o = {json_object(), json_object(), json_object()};
+  struct create_opts o = {json_object(), json_object(), json_object(), json_object()};
   json_t *res;
   int i, r;
 
@@ -243,6 +256,8 @@ static int create_or_run(struct ctl *c, const char *method, int argc, char **arg
     json_object_set(o.params, "limits", o.limits);
   if (json_object_size(o.env))
     json_object_set(o.params, "env", o.env);
+  if (json_object_size(o.network))
+    json_object_set(o.params, "network", o.network);
   r = call(c, method, json_incref(o.params), &res, err);
   if (r == 0) {
     if (c->json) {
@@ -260,6 +275,7 @@ out:
   json_decref(o.params);
   json_decref(o.limits);
   json_decref(o.env);
+  json_decref(o.network);
   return r;
 }
 
@@ -292,6 +308,60 @@ static int simple(struct ctl *c, const char *method, json_t *params, agt_error_t
     print_json(res);
   }
   json_decref(res);
+  return 0;
+}
+
+/* jail net NAME [-f]: the proxy's decisions, one line each. */
+static int jail_net(struct ctl *c, int argc, char **argv, agt_error_t *err)
+{
+  int follow = argc > 2 && (strcmp(argv[2], "-f") == 0 || strcmp(argv[2], "--follow") == 0);
+  uint64_t offset = 0;
+
+  if (need_name(argc, argv, "jail net NAME [-f]", err) < 0)
+    return -1;
+  for (;;) {
+    json_t *res, *e;
+    const char *state;
+    size_t i;
+    uint64_t next, end;
+
+    if (call(c, "jail.net", json_pack("{s:s, s:I}", "name", argv[1], "offset", (json_int_t)offset),
+             &res, err) < 0)
+      return -1;
+    json_array_foreach(json_object_get(res, "entries"), i, e)
+    {
+      if (c->json) {
+        char *line = json_dumps(e, JSON_COMPACT | JSON_SORT_KEYS);
+        puts(line);
+        free(line);
+        continue;
+      }
+      printf("%-8s %-7s %s:%lld", json_string_value(json_object_get(e, "decision")),
+             json_string_value(json_object_get(e, "method")),
+             json_string_value(json_object_get(e, "host")),
+             (long long)json_integer_value(json_object_get(e, "port")));
+      if (json_object_get(e, "address"))
+        printf(" (%s)", json_string_value(json_object_get(e, "address")));
+      if (json_object_get(e, "bytes_up"))
+        printf(" up %lld down %lld", (long long)json_integer_value(json_object_get(e, "bytes_up")),
+               (long long)json_integer_value(json_object_get(e, "bytes_down")));
+      if (json_object_get(e, "reason"))
+        printf(": %s", json_string_value(json_object_get(e, "reason")));
+      printf("\n");
+    }
+    next = (uint64_t)json_integer_value(json_object_get(res, "next"));
+    end = (uint64_t)json_integer_value(json_object_get(res, "end"));
+    state = json_string_value(json_object_get(res, "state"));
+    offset = next;
+    if (next >= end && (!follow || strcmp(state, "exited") == 0 || strcmp(state, "created") == 0)) {
+      json_decref(res);
+      break;
+    }
+    json_decref(res);
+    fflush(stdout);
+    if (next >= end)
+      usleep(200000);
+  }
   return 0;
 }
 
@@ -391,9 +461,11 @@ static int cmd_jail(struct ctl *c, int argc, char **argv, agt_error_t *err)
     fflush(stdout);
     return 0;
   }
+  if (strcmp(sub, "net") == 0)
+    return jail_net(c, argc, argv, err);
   return agt_error_kind(err, AGT_E_INVALID,
                         "unknown jail command '%s' (run, create, start, stop, kill, rm, ls, "
-                        "inspect, logs, wait)",
+                        "inspect, logs, net, wait)",
                         sub);
 }
 
@@ -460,7 +532,7 @@ static const struct {
 } commands[] = {
     {"hello", cmd_hello, "check that agtd answers, and print its version"},
     {"status", cmd_status, "agtd's state: uptime, cgroup version, jails"},
-    {"jail", cmd_jail, "run|create|start|stop|kill|rm|ls|inspect|logs [-f]|wait"},
+    {"jail", cmd_jail, "run|create|start|stop|kill|rm|ls|inspect|logs [-f]|net [-f]|wait"},
     {"rootfs", cmd_rootfs, "build MANIFEST | ls | rm REF"},
 };
 

@@ -78,6 +78,7 @@ static void paths_init(agt_jail_t *j)
   j->merged = xasprintf("%s/root", j->dir);
   j->log_path = xasprintf("%s/console.log", j->dir);
   j->log_old_path = xasprintf("%s/console.log.1", j->dir);
+  j->net_log_path = xasprintf("%s/net.log", j->dir);
 }
 
 static agt_jail_t *jail_new(struct agtd_s *d, const char *name)
@@ -139,11 +140,19 @@ static int env_name_ok(const char *k)
   return 1;
 }
 
-/* The default environment with the request's variables laid over it. */
-static char **env_build(json_t *obj, agt_error_t *err)
+static const char *const proxy_env[] = {
+    "HTTP_PROXY=http://127.0.0.1:3128", "HTTPS_PROXY=http://127.0.0.1:3128",
+    "http_proxy=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128",
+    "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
+};
+
+/* The default environment (and, for network mode allow, the proxy variables) with the
+ * request's variables laid over it. */
+static char **env_build(json_t *obj, int proxy, agt_error_t *err)
 {
   size_t nd = sizeof default_env / sizeof default_env[0];
-  size_t n = 0, cap = nd + json_object_size(obj) + 1;
+  size_t np = proxy ? sizeof proxy_env / sizeof proxy_env[0] : 0;
+  size_t n = 0, cap = nd + np + json_object_size(obj) + 1;
   cleanup_strv char **v = NULL;
   const char *k;
   json_t *val;
@@ -161,6 +170,14 @@ static char **env_build(json_t *obj, agt_error_t *err)
     if (obj && json_object_get(obj, key))
       continue;
     v[n++] = xstrdup(default_env[i]);
+  }
+  for (size_t i = 0; i < np; i++) {
+    size_t klen = strcspn(proxy_env[i], "=");
+    char key[32];
+    snprintf(key, sizeof key, "%.*s", (int)klen, proxy_env[i]);
+    if (obj && json_object_get(obj, key))
+      continue;
+    v[n++] = xstrdup(proxy_env[i]);
   }
   json_object_foreach(obj, k, val)
   {
@@ -284,8 +301,8 @@ static int write_identity(agt_jail_t *j, agt_error_t *err)
 
 int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_error_t *err)
 {
-  static const char *const known[] = {"name", "agent", "rootfs", "workspace",
-                                      "argv", "env",   "limits", NULL};
+  static const char *const known[] = {"name", "agent",  "rootfs",  "workspace", "argv",
+                                      "env",  "limits", "network", NULL};
   const char *name = NULL, *agent = "shell", *rootfs = "default", *ws = NULL;
   json_t *info = NULL;
   agt_jail_t *j = NULL;
@@ -349,7 +366,9 @@ int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_erro
     for (size_t m = 0; m < n; m++)
       j->argv[m] = xstrdup(profiles[i].argv[m]);
   }
-  j->env = env_build(json_object_get(params, "env"), err);
+  if (agt_net_policy_from_json(json_object_get(params, "network"), &j->net, err) < 0)
+    goto fail;
+  j->env = env_build(json_object_get(params, "env"), j->net.mode == AGT_NET_ALLOW, err);
   if (j->env == NULL)
     goto fail;
   if (limits_from_json(json_object_get(params, "limits"), &j->limits, err) < 0)
@@ -452,6 +471,7 @@ json_t *agt_jail_to_json(agt_jail_t *j, int full)
     json_object_set_new(o, "argv", argv);
     json_object_set_new(o, "env", env);
     json_object_set_new(o, "limits", limits_to_json(&j->limits));
+    json_object_set_new(o, "network", agt_net_policy_to_json(&j->net));
     json_object_set_new(o, "uid", json_integer(j->uid));
     json_object_set_new(o, "gid", json_integer(j->gid));
     json_object_set_new(o, "rootfs_path", json_string(j->rootfs_path));
@@ -476,6 +496,7 @@ int agt_jail_save(agt_jail_t *j, agt_error_t *err)
   json_object_set_new(o, "argv", argv);
   json_object_set_new(o, "env", env);
   json_object_set_new(o, "limits", limits_to_json(&j->limits));
+  json_object_set_new(o, "network", agt_net_policy_to_json(&j->net));
   json_object_set_new(o, "uid", json_integer(j->uid));
   json_object_set_new(o, "gid", json_integer(j->gid));
   json_object_set_new(o, "rootfs_path", json_string(j->rootfs_path));
@@ -510,7 +531,8 @@ static int load_one(struct agtd_s *d, const char *name, agt_error_t *err)
   j->env =
       j->argv ? strv_from_json(json_object_get(o, "env"), "env", AGT_JAIL_ENV_MAX + 16, err) : NULL;
   lim = json_object_get(o, "limits");
-  if (j->env == NULL || limits_from_json(lim, &j->limits, err) < 0) {
+  if (j->env == NULL || limits_from_json(lim, &j->limits, err) < 0 ||
+      agt_net_policy_from_json(json_object_get(o, "network"), &j->net, err) < 0) {
     json_decref(o);
     agt_jail_free(j);
     return agt_error_wrap(err, "%s", path);
@@ -614,7 +636,9 @@ void agt_jail_free_now(agt_jail_t *j)
   free(j->merged);
   free(j->log_path);
   free(j->log_old_path);
+  free(j->net_log_path);
   free(j->exit_reason);
+  agt_net_policy_release(&j->net);
   free(j);
 }
 

@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "cgroup.h"
+#include "egress.h"
 #include "error.h"
 
 struct agtd_s;
@@ -60,10 +61,11 @@ struct agt_jail_s {
   uid_t uid;
   gid_t gid;
   struct agt_jail_limits limits;
+  struct agt_net_policy net;
   time_t created;
 
   /* Paths under <state>/jails/<name>. */
-  char *dir, *upper, *work, *merged, *log_path, *log_old_path;
+  char *dir, *upper, *work, *merged, *log_path, *log_old_path, *net_log_path;
 
   /* Run state. */
   enum agt_jail_state state;
@@ -87,6 +89,7 @@ struct agt_jail_s {
   uv_poll_t pidfd_poll;
   uv_pipe_t out_pipe, err_pipe, status_pipe;
   uv_timer_t stop_timer;
+  agt_egress_t *egress; /* the proxy of a jail in network mode allow, while it runs */
   int handles_open;
   int streams_open; /* out, err and status pipes still being read */
   int exited_seen;  /* the pidfd reported the exit */

@@ -53,14 +53,14 @@ static void close_all(int *fds, int n)
 /* clone3 into the jail's namespaces.  With cgroup v2 the child is born in its cgroup
  * (CLONE_INTO_CGROUP): no migration, and nothing runs outside the jail's limits even for a
  * moment.  *attached says whether that happened. */
-static pid_t clone_jail(int *pidfd, int have_netns, int cgroup_fd, int *attached)
+static pid_t clone_jail(int *pidfd, int new_netns, int cgroup_fd, int *attached)
 {
   struct clone_args args;
   pid_t pid;
 
   memset(&args, 0, sizeof args);
   args.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD |
-               (have_netns ? 0 : CLONE_NEWNET);
+               (new_netns ? CLONE_NEWNET : 0);
   args.pidfd = (uint64_t)(uintptr_t)pidfd;
   args.exit_signal = SIGCHLD;
   *attached = 0;
@@ -76,6 +76,27 @@ static pid_t clone_jail(int *pidfd, int have_netns, int cgroup_fd, int *attached
     args.cgroup = 0;
   }
   return (pid_t)syscall(SYS_clone3, &args, sizeof args);
+}
+
+/* The proxy listens inside the jail's network namespace; agtd serves it from outside. */
+static int start_egress(agt_jail_t *j, int netns, pid_t pid, agt_error_t *err)
+{
+  int fd = netns, lfd;
+
+  if (fd < 0) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return agt_error_make(err, errno, "open the network namespace of jail '%s'", j->name);
+  }
+  lfd = agt_egress_listen_in(fd, j->d->netns.home_fd, err);
+  if (fd != netns)
+    close(fd);
+  if (lfd < 0)
+    return agt_error_wrap(err, "jail '%s'", j->name);
+  j->egress = agt_egress_start(j->d->loop, j->name, &j->net, lfd, j->net_log_path, err);
+  return j->egress ? 0 : -1;
 }
 
 int agt_jail_start(agt_jail_t *j, agt_error_t *err)
@@ -136,12 +157,13 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   plan.fds[1] = fds[3]; /* status: the child writes */
   plan.fds[2] = fds[5];
   plan.fds[3] = fds[7];
-  netns = agt_netns_pool_take(&j->d->netns);
+  /* Network: mode open shares the guest's namespace; the others get one of their own. */
+  netns = j->net.mode == AGT_NET_OPEN ? -1 : agt_netns_pool_take(&j->d->netns);
   plan.fds[4] = netns;
 
   j->start_request_ns = j->start_request_ns ? j->start_request_ns : agt_now_ns();
   cgroup_fd = agt_cgroup_open(&j->d->cgroup, j->name);
-  pid = clone_jail(&pidfd, netns >= 0, cgroup_fd, &attached);
+  pid = clone_jail(&pidfd, netns < 0 && j->net.mode != AGT_NET_OPEN, cgroup_fd, &attached);
   if (cgroup_fd >= 0)
     close(cgroup_fd);
   if (pid < 0) {
@@ -152,24 +174,27 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
     agt_jail_child(&plan);
 
   /* Parent: keep the read ends of status/out/err and the write end of sync. */
-  if (netns >= 0)
-    close(netns);
-  netns = -1;
   close(fds[0]);
   close(fds[3]);
   close(fds[5]);
   close(fds[7]);
   fds[0] = fds[3] = fds[5] = fds[7] = -1;
 
-  if (!attached && agt_cgroup_attach(&j->d->cgroup, j->name, pid, err) < 0) {
+  /* The proxy and the cgroup are in place before the child is told to go on to the agent.
+   * On failure the child is killed, and supervised below so that it is reaped. */
+  if ((j->net.mode == AGT_NET_ALLOW && start_egress(j, netns, pid, err) < 0) ||
+      (!attached && agt_cgroup_attach(&j->d->cgroup, j->name, pid, err) < 0)) {
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
     agt_error_wrap(err, "start jail '%s'", j->name);
-    /* The child exits when the sync pipe closes; supervise it so it is reaped. */
   } else if (write(fds[1], "g", 1) != 1) {
     agt_error_make(err, errno, "signal the jail to go");
   }
   close(fds[1]);
   fds[1] = -1;
+
+  if (netns >= 0)
+    close(netns);
+  netns = -1;
 
   j->pid = pid;
   j->pidfd = pidfd;

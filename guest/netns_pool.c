@@ -83,8 +83,6 @@ int agt_netns_pool_init(struct agt_netns_pool *p, uv_loop_t *loop, unsigned targ
   p->loop = loop;
   p->home_fd = -1;
   p->target = target > AGT_NETNS_POOL_MAX ? AGT_NETNS_POOL_MAX : target;
-  if (p->target == 0)
-    return 0;
   p->home_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
   if (p->home_fd < 0)
     return agt_error_make(err, errno, "open agtd's network namespace");

@@ -18,7 +18,7 @@ struct agt_netns_pool {
   int fds[AGT_NETNS_POOL_MAX];
   unsigned count;
   unsigned target; /* 0: no pool */
-  int home_fd;     /* agtd's own network namespace, to return worker threads to */
+  int home_fd;     /* agtd's own network namespace, to return threads to */
   int filling;
   int closing;
   uv_work_t work;

@@ -1,5 +1,6 @@
 /* jail.* requests */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -186,4 +187,49 @@ int agt_req_jail_wait(agt_req_t *req, json_t **result, agt_error_t *err)
   }
   agt_pending_add(&j->exit_waiters, req);
   return 1;
+}
+
+/* The jail's network log from a byte offset: one JSON object a line. */
+int agt_req_jail_net(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  uint64_t offset = 0;
+  agt_jail_t *j;
+  FILE *f;
+  char *buf;
+  size_t n = 0;
+  json_t *lines = json_array();
+  long end = 0;
+
+  if (find(req, &j, err) < 0 || agt_param_u64(req->params, "offset", 0, &offset, err) < 0) {
+    json_decref(lines);
+    return -1;
+  }
+  f = fopen(j->net_log_path, "re");
+  if (f) {
+    buf = xmalloc(LOGS_MAX_CHUNK + 1);
+    if (fseek(f, (long)offset, SEEK_SET) == 0)
+      n = fread(buf, 1, LOGS_MAX_CHUNK, f);
+    fseek(f, 0, SEEK_END);
+    end = ftell(f);
+    fclose(f);
+    buf[n] = '\0';
+    /* whole lines only; a partial last line is read again next time */
+    {
+      char *line = buf, *nl;
+      while ((nl = strchr(line, '\n')) != NULL) {
+        json_t *o;
+        *nl = '\0';
+        o = json_loads(line, 0, NULL);
+        if (o)
+          json_array_append_new(lines, o);
+        line = nl + 1;
+      }
+      n = (size_t)(line - buf);
+    }
+    free(buf);
+  }
+  *result = json_pack("{s:o, s:I, s:I, s:s, s:s}", "entries", lines, "next",
+                      (json_int_t)(offset + n), "end", (json_int_t)end, "state",
+                      agt_jail_state_name(j->state), "mode", agt_net_mode_name(j->net.mode));
+  return 0;
 }

@@ -31,6 +31,7 @@ static const struct {
     {"jail.inspect", agt_req_jail_inspect, NEEDS_HELLO},
     {"jail.logs", agt_req_jail_logs, NEEDS_HELLO},
     {"jail.wait", agt_req_jail_wait, NEEDS_HELLO},
+    {"jail.net", agt_req_jail_net, NEEDS_HELLO},
     {"rootfs.build", agt_req_rootfs_build, NEEDS_HELLO},
     {"rootfs.ls", agt_req_rootfs_ls, NEEDS_HELLO},
     {"rootfs.rm", agt_req_rootfs_rm, NEEDS_HELLO},

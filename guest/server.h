@@ -72,6 +72,7 @@ int agt_req_jail_ls(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_jail_inspect(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_jail_logs(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_jail_wait(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_jail_net(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_rootfs_build(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_rootfs_ls(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_rootfs_rm(agt_req_t *req, json_t **result, agt_error_t *err);

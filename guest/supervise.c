@@ -328,6 +328,8 @@ void agt_jail_run_finished(agt_jail_t *j)
   close(j->pidfd);
   j->pidfd = -1;
   j->pid = 0;
+  agt_egress_stop(j->egress);
+  j->egress = NULL;
   if (j->state == AGT_JAIL_STARTING && j->status_len == 0 && !j->exit_reason)
     j->exit_reason = xstrdup("the jail exited before its agent started");
   j->state = AGT_JAIL_EXITED;

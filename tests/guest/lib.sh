@@ -116,8 +116,44 @@ cgroup_dirs() {
   echo "$n"
 }
 
+# A test host standing in for a model provider: a network namespace of this test's own,
+# joined to the guest by a veth pair (guest 10.211.0.1, provider 10.211.0.2), running the
+# OpenAI-compatible test server on 10.211.0.2:8080.
+PROV_NS=
+PROVIDER=10.211.0.2
+provider_start() {
+  PROV_NS=agt-prov-$$
+  local a=agtp$$a b=agtp$$b
+  ip netns add "$PROV_NS" || bail "cannot create a network namespace (ip netns add)"
+  ip link add "$a" type veth peer name "$b" || bail "cannot create a veth pair"
+  ip link set "$b" netns "$PROV_NS"
+  ip addr add 10.211.0.1/24 dev "$a"
+  ip link set "$a" up
+  ip -n "$PROV_NS" addr add "$PROVIDER/24" dev "$b"
+  ip -n "$PROV_NS" link set "$b" up
+  ip -n "$PROV_NS" link set lo up
+  ip netns exec "$PROV_NS" python3 "$SRCDIR/tests/fakes/model_server.py" --host "$PROVIDER" \
+    --port 8080 --log "$T/model.log" >"$T/model.out" 2>&1 &
+  PROV_PID=$!
+  for _ in $(seq 1 100); do
+    grep -q listening "$T/model.out" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  bail "the test model server did not start"
+}
+
+provider_stop() {
+  [ -n "$PROV_NS" ] || return 0
+  kill "$PROV_PID" 2>/dev/null
+  wait "$PROV_PID" 2>/dev/null
+  ip link del "agtp$$a" 2>/dev/null
+  ip netns del "$PROV_NS" 2>/dev/null
+  PROV_NS=
+}
+
 finish() {
   local rc=$?
+  provider_stop
   agtd_stop
   for d in /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG"; do
     [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null

@@ -29,8 +29,8 @@ ctl jail run --name srv --rootfs "$ROOT" --agent opencode -- /bin/sh -c '
     sleep 0.2; i=$((i + 1))
     if [ $i -gt 300 ]; then echo "serve never listened"; cat /tmp/serve.log; exit 3; fi
   done
-  wget -q -O - http://127.0.0.1:4096/global/health; echo
-  wget -q -O - "http://127.0.0.1:4096/path" | grep -o "\"home\":\"[^\"]*\""
+  wget -Y off -q -O - http://127.0.0.1:4096/global/health; echo
+  wget -Y off -q -O - "http://127.0.0.1:4096/path" | grep -o "\"home\":\"[^\"]*\""
   kill %1' >/dev/null
 out=$(ctl jail wait srv)
 logs=$(ctl jail logs srv)
@@ -38,7 +38,25 @@ like "the serve jail exits 0" "$out" "exit code 0"
 like "opencode serve answers on the jail's loopback" "$logs" "\"healthy\":true,\"version\":\"$want\""
 like "its home is the jail user's" "$logs" "\"home\":\"/home/agent\""
 
-ctl jail rm ver >/dev/null
-ctl jail rm srv >/dev/null
+# A real agent turn against the test model server, reachable only because it is on the
+# jail's allowlist: its bash tool writes a file into the jail's workspace.
+command -v ip >/dev/null || bail "ip (iproute2) is needed for the test provider's namespace"
+provider_start
+CFG='{"$schema":"https://opencode.ai/config.json","provider":{"local":{"npm":"@ai-sdk/openai-compatible","name":"Local test model","options":{"baseURL":"http://'$PROVIDER':8080/v1","apiKey":"sk-local"},"models":{"mock":{"name":"Mock","tool_call":true}}}},"model":"local/mock","small_model":"local/mock","autoupdate":false,"share":"disabled","permission":{"bash":"allow","edit":"allow","webfetch":"deny"}}'
+ctl jail run --name turn --rootfs "$ROOT" --agent opencode --allow "$PROVIDER:8080" \
+  --env OPENCODE_CONFIG_CONTENT="$CFG" -- opencode run --dir /work "AGT-WRITE out.txt turn-ok" >/dev/null
+like "opencode run completes a turn through the proxy" "$(ctl jail wait turn)" "exit code 0"
+is "its tool call wrote the file into the jail's workspace" \
+  "$(cat "$STATE/workspaces/turn/out.txt" 2>/dev/null)" "turn-ok"
+like "the model saw the tool's result" "$(ctl jail logs turn)" "done: tool ran"
+like "the proxy logged the model requests" "$(ctl jail net turn)" "^closed +POST +$PROVIDER:8080"
+
+ctl jail run --name noturn --rootfs "$ROOT" --agent opencode \
+  --env OPENCODE_CONFIG_CONTENT="$CFG" -- opencode run --dir /work "AGT-WRITE out.txt nope" >/dev/null
+like "without the provider on its allowlist the turn fails" "$(ctl jail wait noturn)" "exit code [1-9]"
+like "cleanly, saying why" "$(ctl jail logs noturn)" "Forbidden: agt: host not on the jail's allowlist"
+check "and wrote nothing" test ! -e "$STATE/workspaces/noturn/out.txt"
+
+for j in ver srv turn noturn; do ctl jail rm "$j" >/dev/null; done
 is "no mount is left" "$(leftovers)" 0
 is "no cgroup is left" "$(cgroup_dirs)" 0

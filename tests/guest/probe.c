@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -255,6 +258,63 @@ static int v_spam(int argc, char **argv)
   return 0;
 }
 
+/* Direct network attempts, bypassing any proxy: "net tcp|udp|icmp ADDR PORT".  Prints
+ * "reached" or "failed: <errno>"; exits 0 only when the packet could not leave. */
+static int v_net(int argc, char **argv)
+{
+  struct sockaddr_storage ss;
+  socklen_t len;
+  int fd, r, v6;
+  const char *kind = argc > 2 ? argv[2] : "tcp";
+  const char *addr = argc > 3 ? argv[3] : "127.0.0.1";
+  int port = argc > 4 ? atoi(argv[4]) : 80;
+
+  memset(&ss, 0, sizeof ss);
+  v6 = strchr(addr, ':') != NULL;
+  if (v6) {
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons((unsigned short)port);
+    if (inet_pton(AF_INET6, addr, &s6->sin6_addr) != 1)
+      return 2;
+    len = sizeof *s6;
+  } else {
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    s4->sin_family = AF_INET;
+    s4->sin_port = htons((unsigned short)port);
+    if (inet_pton(AF_INET, addr, &s4->sin_addr) != 1)
+      return 2;
+    len = sizeof *s4;
+  }
+  if (!strcmp(kind, "tcp"))
+    fd = socket(ss.ss_family, SOCK_STREAM, 0);
+  else if (!strcmp(kind, "udp"))
+    fd = socket(ss.ss_family, SOCK_DGRAM, 0);
+  else if (!strcmp(kind, "icmp"))
+    fd = socket(ss.ss_family, SOCK_DGRAM, v6 ? IPPROTO_ICMPV6 : IPPROTO_ICMP);
+  else if (!strcmp(kind, "raw"))
+    fd = socket(ss.ss_family, SOCK_RAW, IPPROTO_RAW);
+  else
+    return 2;
+  if (fd < 0) {
+    printf("failed: socket: %s\n", strerror(errno));
+    return 0;
+  }
+  if (!strcmp(kind, "tcp")) {
+    r = connect(fd, (struct sockaddr *)&ss, len);
+  } else {
+    /* an ICMP echo request (type 8 / 128), or a DNS-sized datagram */
+    unsigned char pkt[32] = {v6 ? 128 : 8, 0};
+    r = (int)sendto(fd, pkt, sizeof pkt, 0, (struct sockaddr *)&ss, len);
+  }
+  if (r < 0) {
+    printf("failed: %s %s: %s\n", kind, addr, strerror(errno));
+    return 0;
+  }
+  printf("reached: %s %s port %d\n", kind, addr, port);
+  return 1;
+}
+
 int main(int argc, char **argv)
 {
   const char *v = argc > 1 ? argv[1] : "";
@@ -284,9 +344,11 @@ int main(int argc, char **argv)
     return v_sleep(argc, argv);
   if (!strcmp(v, "spam"))
     return v_spam(argc, argv);
+  if (!strcmp(v, "net"))
+    return v_net(argc, argv);
   if (!strcmp(v, "exit"))
     return argc > 2 ? atoi(argv[2]) : 0;
   fprintf(stderr, "usage: probe write|read|ls|ps|escape-chroot|proc-root|fds|forkbomb|memhog|"
-                  "status|sleep|spam|exit ...\n");
+                  "status|sleep|spam|net|exit ...\n");
   return 2;
 }
