@@ -3,10 +3,13 @@
 #include "ctl.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +22,7 @@
 struct ctl {
   const char *socket;
   int json;
+  int exit_code; /* what agtd ctl exits with, e.g. an attached jail's exit code */
   agt_rpc_t rpc;
   int connected;
 };
@@ -36,7 +40,14 @@ enum {
   OPT_ENV,
   OPT_NET,
   OPT_ALLOW,
+  OPT_ATTACH,
 };
+
+struct attach_args {
+  int read_only;
+  const char *keys;
+};
+static int attach_to(struct ctl *c, const char *name, struct attach_args *a, agt_error_t *err);
 
 static int connect_agtd(struct ctl *c, agt_error_t *err)
 {
@@ -142,6 +153,7 @@ static int cmd_status(struct ctl *c, int argc, char **argv, agt_error_t *err)
 }
 
 struct create_opts {
+  int attach;
   json_t *params;
   json_t *limits;
   json_t *env;
@@ -160,6 +172,8 @@ static const struct agt_opt create_opts[] = {
     {OPT_NOFILE, "nofile", "N", "open file limit (4096)"},
     {OPT_TMP, "tmp", "SIZE", "size of the jail's /tmp (512M)"},
     {OPT_LOG, "log", "SIZE", "captured output kept on disk (8M)"},
+    {'t', "tty", NULL, "run the agent on a terminal (attach to it with jail attach)"},
+    {OPT_ATTACH, "attach", NULL, "run only: attach to the jail once it runs (implies --tty)"},
     {OPT_NET, "net", "MODE", "network: none, allow (through agtd's proxy) or open (allow)"},
     {OPT_ALLOW, "allow", "HOST[:PORT]", "let the proxy reach HOST, or *.SUFFIX (repeatable)"},
     {0, NULL, NULL, NULL},
@@ -204,6 +218,13 @@ static int create_opt(void *ctx, int key, const char *arg, agt_error_t *err)
                                           : "log",
                         json_integer((json_int_t)v));
     return 0;
+  case 't':
+    json_object_set_new(o->params, "tty", json_true());
+    return 0;
+  case OPT_ATTACH:
+    o->attach = 1;
+    json_object_set_new(o->params, "tty", json_true());
+    return 0;
   case OPT_NET:
     json_object_set_new(o->network, "mode", json_string(arg));
     return 0;
@@ -230,7 +251,7 @@ static int create_opt(void *ctx, int key, const char *arg, agt_error_t *err)
 
 static int create_or_run(struct ctl *c, const char *method, int argc, char **argv, agt_error_t *err)
 {
-  struct create_opts o = {json_object(), json_object(), json_object(), json_object()};
+  struct create_opts o = {0, json_object(), json_object(), json_object(), json_object()};
   json_t *res;
   int i, r;
 
@@ -258,7 +279,21 @@ static int create_or_run(struct ctl *c, const char *method, int argc, char **arg
     json_object_set(o.params, "env", o.env);
   if (json_object_size(o.network))
     json_object_set(o.params, "network", o.network);
+  if (o.attach && isatty(0)) {
+    struct winsize ws;
+    if (ioctl(0, TIOCGWINSZ, &ws) == 0 && ws.ws_row)
+      json_object_set_new(o.params, "size", json_pack("[i,i]", ws.ws_row, ws.ws_col));
+  }
   r = call(c, method, json_incref(o.params), &res, err);
+  if (r == 0 && o.attach && strcmp(method, "jail.run") == 0) {
+    struct attach_args a = {0, "ctrl-p,ctrl-q"};
+    int code = attach_to(c, json_string_value(json_object_get(res, "name")), &a, err);
+    json_decref(res);
+    if (code > 0)
+      c->exit_code = code;
+    r = code < 0 ? -1 : 0;
+    goto out;
+  }
   if (r == 0) {
     if (c->json) {
       print_json(res);
@@ -365,6 +400,258 @@ static int jail_net(struct ctl *c, int argc, char **argv, agt_error_t *err)
   return 0;
 }
 
+/* Streams: after jail.attach, or jail.logs with follow, the connection carries frames of
+ * output ({"out": base64}) and finally {"exit": jail}. */
+
+static volatile sig_atomic_t winch;
+
+static void on_winch(int sig)
+{
+  (void)sig;
+  winch = 1;
+}
+
+static int send_frame(struct ctl *c, json_t *m, agt_error_t *err)
+{
+  unsigned char *f;
+  size_t n;
+  int r;
+
+  if (agt_frame_encode(m, &f, &n, err) < 0)
+    return -1;
+  r = agt_rpc_send_raw(&c->rpc, f, n, err);
+  free(f);
+  return r;
+}
+
+static int send_resize(struct ctl *c, agt_error_t *err)
+{
+  struct winsize ws;
+  json_t *m;
+  int r;
+
+  if (ioctl(0, TIOCGWINSZ, &ws) < 0 || ws.ws_row == 0)
+    return 0;
+  m = json_pack("{s:[i,i]}", "resize", ws.ws_row, ws.ws_col);
+  r = send_frame(c, m, err);
+  json_decref(m);
+  return r;
+}
+
+static int send_input(struct ctl *c, const unsigned char *data, size_t len, agt_error_t *err)
+{
+  char *b64;
+  json_t *m;
+  int r;
+
+  if (len == 0)
+    return 0;
+  b64 = agt_base64_encode(data, len);
+  m = json_pack("{s:s}", "in", b64);
+  r = send_frame(c, m, err);
+  json_decref(m);
+  free(b64);
+  return r;
+}
+
+/* "ctrl-p,ctrl-q" -> bytes. */
+static int parse_keys(const char *spec, unsigned char *keys, size_t *n, agt_error_t *err)
+{
+  cleanup_free char *s = xstrdup(spec);
+  char *save = NULL;
+
+  *n = 0;
+  for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (*n >= 8)
+      return agt_error_kind(err, AGT_E_INVALID, "--detach-keys: at most 8 keys");
+    if (strncmp(t, "ctrl-", 5) == 0 && t[5] && !t[6])
+      keys[(*n)++] = (unsigned char)(t[5] & 0x1f);
+    else if (t[0] && !t[1])
+      keys[(*n)++] = (unsigned char)t[0];
+    else
+      return agt_error_kind(err, AGT_E_INVALID, "--detach-keys: '%s' is not a key (a, ctrl-a)", t);
+  }
+  if (*n == 0)
+    return agt_error_kind(err, AGT_E_INVALID, "--detach-keys is empty");
+  return 0;
+}
+
+/* Copy the stream to stdout (and, when interactive, stdin to the jail) until the jail ends
+ * (*code = its exit code) or the detach keys are typed (*code = -1). */
+static int stream_session(struct ctl *c, int interactive, const unsigned char *keys, size_t nkeys,
+                          int *code, agt_error_t *err)
+{
+  struct termios saved;
+  int raw = 0, r = -1, ended = 0;
+  size_t matched = 0;
+  struct sigaction sa;
+
+  *code = -1;
+  if (interactive && isatty(0) && tcgetattr(0, &saved) == 0) {
+    struct termios t = saved;
+    cfmakeraw(&t);
+    if (tcsetattr(0, TCSANOW, &t) == 0)
+      raw = 1;
+  }
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_winch;
+  sigaction(SIGWINCH, &sa, NULL);
+  if (interactive && send_resize(c, err) < 0)
+    goto out;
+  for (;;) {
+    struct pollfd pf[2] = {{.fd = c->rpc.fd, .events = POLLIN}, {.fd = 0, .events = POLLIN}};
+    json_t *msg;
+    int k;
+
+    if (winch) {
+      winch = 0;
+      if (interactive && send_resize(c, err) < 0)
+        goto out;
+    }
+    /* frames already decoded first */
+    while ((k = agt_decoder_next(&c->rpc.dec, &msg, err)) != 0) {
+      json_t *v;
+      if (k < 0)
+        goto out;
+      if ((v = json_object_get(msg, "out")) != NULL) {
+        size_t len;
+        char *data = agt_base64_decode(json_string_value(v) ? json_string_value(v) : "", &len);
+        if (data && len && fwrite(data, 1, len, stdout) != len) {
+          free(data);
+          json_decref(msg);
+          agt_error_make(err, errno, "write");
+          goto out;
+        }
+        free(data);
+        fflush(stdout);
+      } else if ((v = json_object_get(msg, "exit")) != NULL) {
+        *code = (int)json_integer_value(json_object_get(v, "exit_code"));
+        ended = 1;
+      } else if ((v = json_object_get(msg, "error")) != NULL) {
+        fprintf(stderr, "agtd: %s\r\n", json_string_value(json_object_get(v, "message")));
+      }
+      json_decref(msg);
+    }
+    if (ended)
+      break;
+    k = poll(pf, interactive ? 2 : 1, -1);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k < 0) {
+      agt_error_make(err, errno, "poll");
+      goto out;
+    }
+    if (pf[0].revents) {
+      char buf[65536];
+      ssize_t n = read(c->rpc.fd, buf, sizeof buf);
+      if (n <= 0) {
+        agt_error_kind(err, AGT_E_PROTO, "agtd closed the stream");
+        goto out;
+      }
+      agt_decoder_feed(&c->rpc.dec, buf, (size_t)n);
+    }
+    if (interactive && pf[1].revents) {
+      unsigned char in[4096], outb[4096 + 8];
+      size_t o = 0;
+      ssize_t n = read(0, in, sizeof in);
+      if (n <= 0) {
+        interactive = 0; /* stdin closed: keep showing output */
+        continue;
+      }
+      for (ssize_t i = 0; i < n; i++) {
+        if (in[i] == keys[matched]) {
+          if (++matched == nkeys) {
+            json_t *m = json_pack("{s:b}", "detach", 1);
+            send_input(c, outb, o, err);
+            send_frame(c, m, err);
+            json_decref(m);
+            r = 0;
+            goto out;
+          }
+          continue;
+        }
+        /* not the sequence after all: what was held back goes to the jail */
+        memcpy(outb + o, keys, matched);
+        o += matched;
+        matched = 0;
+        if (in[i] == keys[0]) {
+          matched = 1;
+          continue;
+        }
+        outb[o++] = in[i];
+      }
+      if (send_input(c, outb, o, err) < 0)
+        goto out;
+    }
+  }
+  r = 0;
+out:
+  if (raw)
+    tcsetattr(0, TCSANOW, &saved);
+  return r;
+}
+
+static const struct agt_opt attach_opts[] = {
+    {'r', "read-only", NULL, "watch without typing into the terminal"},
+    {'k', "detach-keys", "KEYS", "keys that detach, comma-separated (ctrl-p,ctrl-q)"},
+    {0, NULL, NULL, NULL},
+};
+
+static int attach_opt(void *ctx, int key, const char *arg, agt_error_t *err)
+{
+  struct attach_args *a = ctx;
+
+  (void)err;
+  if (key == 'r')
+    a->read_only = 1;
+  else if (key == 'k')
+    a->keys = arg;
+  return 0;
+}
+
+static int attach_to(struct ctl *c, const char *name, struct attach_args *a, agt_error_t *err)
+{
+  unsigned char keys[8];
+  size_t nkeys;
+  json_t *res;
+  int code, writer;
+
+  if (parse_keys(a->keys, keys, &nkeys, err) < 0)
+    return -1;
+  if (call(c, "jail.attach", json_pack("{s:s, s:b}", "name", name, "write", !a->read_only), &res,
+           err) < 0)
+    return -1;
+  writer = json_is_true(json_object_get(res, "writer"));
+  json_decref(res);
+  if (isatty(2))
+    fprintf(stderr, "[attached to %s%s; detach with %s]\r\n", name, writer ? "" : ", read-only",
+            a->keys);
+  if (stream_session(c, writer, keys, nkeys, &code, err) < 0)
+    return -1;
+  if (code < 0) {
+    fprintf(stderr, "\r\n[detached from %s; it keeps running]\r\n", name);
+    return 0;
+  }
+  return code;
+}
+
+static int jail_attach(struct ctl *c, int argc, char **argv, agt_error_t *err)
+{
+  struct attach_args a = {0, "ctrl-p,ctrl-q"};
+  int i = agt_opts_parse(argc, argv, attach_opts, attach_opt, &a, err);
+
+  if (i == -2) {
+    agt_opts_usage(stdout, "agtd ctl jail attach [OPTIONS] NAME",
+                   "Connect this terminal to a running jail's terminal.", attach_opts);
+    return 0;
+  }
+  if (i < 0)
+    return -1;
+  if (i >= argc)
+    return agt_error_kind(err, AGT_E_INVALID, "usage: agtd ctl jail attach [OPTIONS] NAME");
+  return attach_to(c, argv[i], &a, err);
+}
+
 static int cmd_jail(struct ctl *c, int argc, char **argv, agt_error_t *err)
 {
   const char *sub = argc > 1 ? argv[1] : "";
@@ -427,6 +714,21 @@ static int cmd_jail(struct ctl *c, int argc, char **argv, agt_error_t *err)
     uint64_t offset = 0;
     if (need_name(argc, argv, "jail logs NAME [-f]", err) < 0)
       return -1;
+    if (follow) {
+      /* A stream: the log so far, then live output until the jail ends, nothing lost. */
+      json_t *res;
+      int code;
+      if (call(c, "jail.logs", json_pack("{s:s, s:b}", "name", argv[1], "follow", 1), &res, err) <
+          0)
+        return -1;
+      if (!json_object_get(res, "follow")) {
+        follow = 0; /* not running: what the log holds is all there is */
+        json_decref(res);
+      } else {
+        json_decref(res);
+        return stream_session(c, 0, (const unsigned char *)"", 1, &code, err);
+      }
+    }
     for (;;) {
       json_t *res;
       const char *b64, *state;
@@ -463,6 +765,12 @@ static int cmd_jail(struct ctl *c, int argc, char **argv, agt_error_t *err)
   }
   if (strcmp(sub, "net") == 0)
     return jail_net(c, argc, argv, err);
+  if (strcmp(sub, "attach") == 0) {
+    int code = jail_attach(c, argc, argv, err);
+    if (code > 0)
+      c->exit_code = code;
+    return code < 0 ? -1 : 0;
+  }
   return agt_error_kind(err, AGT_E_INVALID,
                         "unknown jail command '%s' (run, create, start, stop, kill, rm, ls, "
                         "inspect, logs, net, wait)",
@@ -532,7 +840,7 @@ static const struct {
 } commands[] = {
     {"hello", cmd_hello, "check that agtd answers, and print its version"},
     {"status", cmd_status, "agtd's state: uptime, cgroup version, jails"},
-    {"jail", cmd_jail, "run|create|start|stop|kill|rm|ls|inspect|logs [-f]|net [-f]|wait"},
+    {"jail", cmd_jail, "run|create|start|stop|kill|rm|ls|inspect|attach|logs [-f]|net [-f]|wait"},
     {"rootfs", cmd_rootfs, "build MANIFEST | ls | rm REF"},
 };
 
@@ -586,6 +894,8 @@ int agtd_ctl_main(int argc, char **argv)
   }
   if (c.connected)
     agt_rpc_close(&c.rpc);
+  if (r == 0 && !err && c.exit_code)
+    return c.exit_code;
   if (r < 0 || err) {
     fprintf(stderr, "agtd ctl: %s\n", err ? err->msg : "failed");
     r = err && err->kind == AGT_E_INVALID ? 2 : 1;

@@ -18,6 +18,7 @@
 #include "proto.h"
 #include "rootfs/rootfs.h"
 #include "server.h"
+#include "stream.h"
 #include "xalloc.h"
 
 #define AGT_JAIL_UID_BASE 200000
@@ -89,6 +90,10 @@ static agt_jail_t *jail_new(struct agtd_s *d, const char *name)
   j->name = xstrdup(name);
   j->pidfd = -1;
   j->log_fd = -1;
+  j->console_fd = -1;
+  j->tty_fd = -1;
+  j->rows = 24;
+  j->cols = 80;
   uv_timer_init(d->loop, &j->stop_timer);
   j->stop_timer.data = j;
   paths_init(j);
@@ -299,10 +304,28 @@ static int write_identity(agt_jail_t *j, agt_error_t *err)
   return 0;
 }
 
+/* "size": [rows, cols], the terminal's first size. */
+static int parse_size(json_t *params, agt_jail_t *j, agt_error_t *err)
+{
+  json_t *v = json_object_get(params, "size");
+  json_int_t rows, cols;
+
+  if (v == NULL)
+    return 0;
+  rows = json_integer_value(json_array_get(v, 0));
+  cols = json_integer_value(json_array_get(v, 1));
+  if (!json_is_array(v) || json_array_size(v) != 2 || rows < 1 || rows > 1000 || cols < 1 ||
+      cols > 1000)
+    return agt_error_kind(err, AGT_E_INVALID, "'size' must be [rows, cols] within 1..1000");
+  j->rows = (unsigned short)rows;
+  j->cols = (unsigned short)cols;
+  return 0;
+}
+
 int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_error_t *err)
 {
-  static const char *const known[] = {"name", "agent",  "rootfs",  "workspace", "argv",
-                                      "env",  "limits", "network", NULL};
+  static const char *const known[] = {"name",   "agent",   "rootfs", "workspace", "argv", "env",
+                                      "limits", "network", "tty",    "size",      NULL};
   const char *name = NULL, *agent = "shell", *rootfs = "default", *ws = NULL;
   json_t *info = NULL;
   agt_jail_t *j = NULL;
@@ -366,6 +389,8 @@ int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_erro
     for (size_t m = 0; m < n; m++)
       j->argv[m] = xstrdup(profiles[i].argv[m]);
   }
+  if (agt_param_bool(params, "tty", &j->tty, err) < 0 || parse_size(params, j, err) < 0)
+    goto fail;
   if (agt_net_policy_from_json(json_object_get(params, "network"), &j->net, err) < 0)
     goto fail;
   j->env = env_build(json_object_get(params, "env"), j->net.mode == AGT_NET_ALLOW, err);
@@ -435,6 +460,14 @@ fail:
   return -1;
 }
 
+static size_t count_streams(agt_jail_t *j)
+{
+  size_t n = 0;
+  for (struct agt_stream_s *s = j->streams; s; s = s->next)
+    n++;
+  return n;
+}
+
 json_t *agt_jail_to_json(agt_jail_t *j, int full)
 {
   json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "name", j->name, "agent", j->agent,
@@ -442,6 +475,8 @@ json_t *agt_jail_to_json(agt_jail_t *j, int full)
                         (json_int_t)j->created, "runs", (json_int_t)j->runs);
 
   json_object_set_new(o, "workspace", json_string(j->workspace));
+  json_object_set_new(o, "tty", json_boolean(j->tty));
+  json_object_set_new(o, "attached", json_integer((json_int_t)count_streams(j)));
   if (j->started)
     json_object_set_new(o, "started", json_integer(j->started));
   if (j->state == AGT_JAIL_RUNNING || j->state == AGT_JAIL_STARTING ||
@@ -537,6 +572,7 @@ static int load_one(struct agtd_s *d, const char *name, agt_error_t *err)
     agt_jail_free(j);
     return agt_error_wrap(err, "%s", path);
   }
+  j->tty = json_is_true(json_object_get(o, "tty"));
   j->uid = (uid_t)json_integer_value(json_object_get(o, "uid"));
   j->gid = (gid_t)json_integer_value(json_object_get(o, "gid"));
   j->created = (time_t)json_integer_value(json_object_get(o, "created"));
@@ -637,6 +673,7 @@ void agt_jail_free_now(agt_jail_t *j)
   free(j->log_path);
   free(j->log_old_path);
   free(j->net_log_path);
+  free(j->screen);
   free(j->exit_reason);
   agt_net_policy_release(&j->net);
   free(j);

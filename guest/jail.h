@@ -89,6 +89,16 @@ struct agt_jail_s {
   uv_poll_t pidfd_poll;
   uv_pipe_t out_pipe, err_pipe, status_pipe;
   uv_timer_t stop_timer;
+  int tty; /* the agent runs on a terminal (a pty from the jail's devpts) */
+  unsigned short rows, cols;
+  int console_fd; /* start: the socket the jail sends its pty master on */
+  int tty_fd;     /* the pty master, while the jail runs */
+  uv_pipe_t tty_pipe;
+  int out_open, err_open, tty_open; /* output streams being read */
+  int output_paused;                /* a stream's client is behind: the jail's output waits */
+  char *screen; /* the last AGT_SCREEN_MAX bytes of output, replayed on attach */
+  size_t screen_len;
+  struct agt_stream_s *streams;
   agt_egress_t *egress; /* the proxy of a jail in network mode allow, while it runs */
   int handles_open;
   int streams_open; /* out, err and status pipes still being read */

@@ -11,10 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <termios.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -259,6 +261,47 @@ static void loopback_up(void)
   close(s);
 }
 
+/* A terminal from the jail's own devpts: the master goes to agtd over the console socket,
+ * the slave becomes the agent's stdin, stdout and stderr (kept at AGT_CHILD_OUT_FD). */
+static void setup_terminal(const struct agt_spawn_plan *p)
+{
+  struct winsize ws = {.ws_row = p->rows ? p->rows : 24, .ws_col = p->cols ? p->cols : 80};
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } u;
+  char byte = 't';
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  struct msghdr mh = {
+      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+  struct cmsghdr *cm;
+  int master, slave, unlock = 0;
+
+  master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (master < 0 || ioctl(master, TIOCSPTLCK, &unlock) < 0)
+    fail("open a terminal", "", errno);
+  slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (slave < 0)
+    fail("open the terminal's slave", "", errno);
+  if (fchown(slave, p->uid, p->gid) < 0 || ioctl(slave, TIOCSWINSZ, &ws) < 0)
+    fail("set up the terminal", "", errno);
+  memset(&u, 0, sizeof u);
+  cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(cm), &master, sizeof master);
+  if (sendmsg(AGT_CHILD_CONSOLE_FD, &mh, MSG_NOSIGNAL) < 0)
+    fail("send the terminal to agtd", "", errno);
+  close(master);
+  close(AGT_CHILD_CONSOLE_FD);
+  if (slave != AGT_CHILD_OUT_FD) {
+    if (dup3(slave, AGT_CHILD_OUT_FD, O_CLOEXEC) < 0)
+      fail("keep the terminal", "", errno);
+    close(slave);
+  }
+}
+
 static void drop_privileges(const struct agt_spawn_plan *p)
 {
   struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
@@ -333,8 +376,16 @@ __attribute__((noreturn)) static void exec_agent(const struct agt_spawn_plan *p)
   sigset_t none;
   int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
-  if (nul < 0 || dup2(nul, 0) < 0 || dup2(AGT_CHILD_OUT_FD, 1) < 0 || dup2(AGT_CHILD_ERR_FD, 2) < 0)
+  if (p->fds[5] >= 0) {
+    /* On its terminal: a session of its own with the terminal as controlling tty. */
+    if (setsid() < 0 || ioctl(AGT_CHILD_OUT_FD, TIOCSCTTY, 0) < 0 ||
+        dup2(AGT_CHILD_OUT_FD, 0) < 0 || dup2(AGT_CHILD_OUT_FD, 1) < 0 ||
+        dup2(AGT_CHILD_OUT_FD, 2) < 0)
+      fail("set up the agent's terminal", "", errno);
+  } else if (nul < 0 || dup2(nul, 0) < 0 || dup2(AGT_CHILD_OUT_FD, 1) < 0 ||
+             dup2(AGT_CHILD_ERR_FD, 2) < 0) {
     fail("set up the agent's stdio", "", errno);
+  }
   /* Only 0-2 and the status pipe (close-on-exec) survive into the agent. */
   if (syscall(SYS_close_range, AGT_CHILD_STATUS_FD + 1, ~0U, 0) < 0)
     fail("close_range", "", errno);
@@ -460,6 +511,8 @@ void agt_jail_child(const struct agt_spawn_plan *p)
   if (unshare(CLONE_NEWCGROUP) < 0)
     fail("unshare cgroup namespace", "", errno);
 
+  if (p->fds[5] >= 0)
+    setup_terminal(p);
   drop_privileges(p);
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, p->seccomp, 0, 0) < 0)

@@ -14,13 +14,14 @@
 
 /* Fixed fd numbers inside the child, after it has tidied its fd table. */
 enum {
-  AGT_CHILD_SYNC_FD = 3,   /* read: the parent says go once the cgroup is joined */
-  AGT_CHILD_STATUS_FD = 4, /* write: setup errors; closed on the agent's exec */
-  AGT_CHILD_OUT_FD = 5,    /* write: the agent's stdout */
-  AGT_CHILD_ERR_FD = 6,    /* write: the agent's stderr */
-  AGT_CHILD_NETNS_FD = 7,  /* a ready network namespace from the pool, if any */
-  AGT_CHILD_FIRST_FREE = 8,
-  AGT_CHILD_NFDS = 5,
+  AGT_CHILD_SYNC_FD = 3,    /* read: the parent says go once the cgroup is joined */
+  AGT_CHILD_STATUS_FD = 4,  /* write: setup errors; closed on the agent's exec */
+  AGT_CHILD_OUT_FD = 5,     /* write: the agent's stdout (with a terminal: the pty slave) */
+  AGT_CHILD_ERR_FD = 6,     /* write: the agent's stderr */
+  AGT_CHILD_NETNS_FD = 7,   /* a ready network namespace from the pool, if any */
+  AGT_CHILD_CONSOLE_FD = 8, /* a socket to send the pty master on, for a jail on a terminal */
+  AGT_CHILD_FIRST_FREE = 9,
+  AGT_CHILD_NFDS = 6,
 };
 
 struct agt_setup_error {
@@ -41,11 +42,13 @@ struct agt_spawn_plan {
   char *const *envp;
   uid_t uid;
   gid_t gid;
+  unsigned short rows, cols; /* the terminal's first size */
   uint64_t nofile;
   int cap_last;
   const struct sock_fprog *seccomp;
   /* In the parent's numbering: sync read, status write, out write, err write, netns (or -1:
-   * then clone3 makes the network namespace). */
+   * then clone3 makes the network namespace or the jail shares the guest's), console (or -1:
+   * no terminal). */
   int fds[AGT_CHILD_NFDS];
 };
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -104,6 +105,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   struct agt_spawn_plan plan;
   /* sync[0..1], status[2..3], out[4..5], errout[6..7]: read end first */
   int fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  int console[2] = {-1, -1};
   int pidfd = -1, netns = -1, cgroup_fd, attached;
   pid_t pid;
 
@@ -148,15 +150,25 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   plan.cap_last = cap_last();
   plan.seccomp = &j->d->seccomp.prog;
 
-  for (int i = 0; i < 8; i += 2)
+  for (int i = 0; i < 8; i += 2) {
+    if (j->tty && i >= 4)
+      break; /* on a terminal, output comes from the pty, not from pipes */
     if (pipe2(fds + i, O_CLOEXEC) < 0) {
       agt_error_make(err, errno, "pipe");
       goto fail;
     }
+  }
+  if (j->tty && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, console) < 0) {
+    agt_error_make(err, errno, "socketpair");
+    goto fail;
+  }
   plan.fds[0] = fds[0]; /* sync: the child reads */
   plan.fds[1] = fds[3]; /* status: the child writes */
   plan.fds[2] = fds[5];
   plan.fds[3] = fds[7];
+  plan.fds[5] = console[1];
+  plan.rows = j->rows;
+  plan.cols = j->cols;
   /* Network: mode open shares the guest's namespace; the others get one of their own. */
   netns = j->net.mode == AGT_NET_OPEN ? -1 : agt_netns_pool_take(&j->d->netns);
   plan.fds[4] = netns;
@@ -176,9 +188,14 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   /* Parent: keep the read ends of status/out/err and the write end of sync. */
   close(fds[0]);
   close(fds[3]);
-  close(fds[5]);
-  close(fds[7]);
+  if (fds[5] >= 0)
+    close(fds[5]);
+  if (fds[7] >= 0)
+    close(fds[7]);
   fds[0] = fds[3] = fds[5] = fds[7] = -1;
+  if (console[1] >= 0)
+    close(console[1]);
+  j->console_fd = console[0];
 
   /* The proxy and the cgroup are in place before the child is told to go on to the agent.
    * On failure the child is killed, and supervised below so that it is reaped. */
@@ -217,6 +234,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
 
 fail:
   close_all(fds, 8);
+  close_all(console, 2);
   if (netns >= 0)
     close(netns);
   agt_cgroup_destroy(&j->d->cgroup, j->name, NULL);

@@ -7,6 +7,7 @@
 #include "base64.h"
 #include "jail.h"
 #include "server.h"
+#include "stream.h"
 #include "xalloc.h"
 
 #define LOGS_MAX_CHUNK (512u * 1024) /* base64 of this fits a frame */
@@ -151,16 +152,38 @@ int agt_req_jail_inspect(agt_req_t *req, json_t **result, agt_error_t *err)
   return 0;
 }
 
+static int has_writer(agt_jail_t *j)
+{
+  for (struct agt_stream_s *s = j->streams; s; s = s->next)
+    if (s->writer)
+      return 1;
+  return 0;
+}
+
 int agt_req_jail_logs(agt_req_t *req, json_t **result, agt_error_t *err)
 {
   uint64_t offset = 0, max = LOGS_MAX_CHUNK, start;
+  int follow = 0;
   agt_jail_t *j;
   char *data, *b64;
   size_t len;
 
   if (find(req, &j, err) < 0 || agt_param_u64(req->params, "offset", 0, &offset, err) < 0 ||
-      agt_param_u64(req->params, "max", 0, &max, err) < 0)
+      agt_param_u64(req->params, "max", 0, &max, err) < 0 ||
+      agt_param_bool(req->params, "follow", &follow, err) < 0)
     return -1;
+  if (follow && j->state != AGT_JAIL_EXITED) {
+    /* A stream from offset: the log's content, then live output, with nothing lost. */
+    json_t *reply;
+    if (offset < j->log_old_base)
+      offset = j->log_old_base;
+    reply =
+        json_pack("{s:s, s:b, s:I}", "name", j->name, "follow", 1, "offset", (json_int_t)offset);
+    agt_reply(req->client, req->id, reply);
+    json_decref(reply);
+    agt_stream_open(j, req->client, AGT_STREAM_FOLLOW, offset, 0);
+    return 1;
+  }
   if (max > LOGS_MAX_CHUNK)
     max = LOGS_MAX_CHUNK;
   if (agt_jail_log_read(j, offset, (size_t)max, &data, &len, &start, err) < 0)
@@ -232,4 +255,26 @@ int agt_req_jail_net(agt_req_t *req, json_t **result, agt_error_t *err)
                       (json_int_t)(offset + n), "end", (json_int_t)end, "state",
                       agt_jail_state_name(j->state), "mode", agt_net_mode_name(j->net.mode));
   return 0;
+}
+
+/* jail.attach {name, write, size}: the connection becomes a stream of the jail's terminal
+ * (or output).  jail.logs with follow does the same from a log offset. */
+int agt_req_jail_attach(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  int write = 1;
+  agt_jail_t *j;
+  json_t *reply;
+
+  if (find(req, &j, err) < 0 || agt_param_bool(req->params, "write", &write, err) < 0)
+    return -1;
+  if (j->state != AGT_JAIL_RUNNING)
+    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s: only a running jail can be attached",
+                          j->name, agt_jail_state_name(j->state));
+  reply = json_pack("{s:s, s:b, s:b}", "name", j->name, "tty", j->tty, "writer",
+                    write && j->tty && !has_writer(j));
+  agt_reply(req->client, req->id, reply);
+  json_decref(reply);
+  agt_stream_open(j, req->client, AGT_STREAM_ATTACH, 0, write);
+  (void)result;
+  return 1;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "stream.h"
 #include "xalloc.h"
 
 enum { NEEDS_HELLO = 1 };
@@ -32,6 +33,7 @@ static const struct {
     {"jail.logs", agt_req_jail_logs, NEEDS_HELLO},
     {"jail.wait", agt_req_jail_wait, NEEDS_HELLO},
     {"jail.net", agt_req_jail_net, NEEDS_HELLO},
+    {"jail.attach", agt_req_jail_attach, NEEDS_HELLO},
     {"rootfs.build", agt_req_rootfs_build, NEEDS_HELLO},
     {"rootfs.ls", agt_req_rootfs_ls, NEEDS_HELLO},
     {"rootfs.rm", agt_req_rootfs_rm, NEEDS_HELLO},
@@ -63,6 +65,37 @@ struct write_req {
 
 static void client_close(agt_client_t *c);
 
+void agt_client_close(agt_client_t *c)
+{
+  client_close(c);
+}
+
+static void finish_cb(uv_shutdown_t *sd, int status)
+{
+  agt_client_t *c = sd->data;
+
+  (void)status;
+  free(sd);
+  client_close(c);
+  agt_client_unref(c);
+}
+
+void agt_client_finish(agt_client_t *c)
+{
+  uv_shutdown_t *sd;
+
+  if (c->closed)
+    return;
+  sd = xzalloc(sizeof *sd);
+  sd->data = c;
+  agt_client_ref(c);
+  if (uv_shutdown(sd, (uv_stream_t *)&c->pipe, finish_cb) < 0) {
+    free(sd);
+    client_close(c);
+    agt_client_unref(c);
+  }
+}
+
 static void write_cb(uv_write_t *w, int status)
 {
   struct write_req *wr = (struct write_req *)w;
@@ -73,6 +106,8 @@ static void write_cb(uv_write_t *w, int status)
   free(wr);
   if (status < 0 && !c->closed)
     client_close(c);
+  else if (c->stream)
+    agt_stream_drained(c->stream);
   agt_client_unref(c);
 }
 
@@ -98,7 +133,7 @@ static void send_msg(agt_client_t *c, json_t *msg)
     }
     json_decref(e);
   }
-  if (c->out_queued + len > AGT_CLIENT_OUT_MAX) {
+  if (c->out_queued + len > AGT_CLIENT_OUT_MAX + (c->stream ? AGT_STREAM_HIGH : 0)) {
     /* A client that does not read its replies is cut off rather than let grow. */
     free(frame);
     agtd_log("client not reading its replies: disconnected");
@@ -119,6 +154,11 @@ static void send_msg(agt_client_t *c, json_t *msg)
     agt_client_unref(c);
     client_close(c);
   }
+}
+
+void agt_client_send(agt_client_t *c, json_t *msg)
+{
+  send_msg(c, msg);
 }
 
 void agt_reply(agt_client_t *c, uint64_t id, json_t *result)
@@ -231,6 +271,8 @@ static void client_close(agt_client_t *c)
   if (c->closed)
     return;
   c->closed = 1;
+  if (c->stream)
+    agt_stream_close(c->stream);
   for (p = &c->d->clients; *p; p = &(*p)->next)
     if (*p == c) {
       *p = c->next;
@@ -259,7 +301,10 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
       agt_error_release(&err);
       continue;
     }
-    dispatch(c, msg);
+    if (c->stream)
+      agt_stream_input(c->stream, msg);
+    else
+      dispatch(c, msg);
     json_decref(msg);
   }
   agt_client_unref(c);

@@ -22,6 +22,7 @@ struct agt_client_s {
   int refs;   /* the connection itself plus one per request answered later */
   int closed; /* the connection is gone; replies are dropped */
   size_t out_queued;
+  struct agt_stream_s *stream; /* set once the connection has become a stream */
 };
 typedef struct agt_client_s agt_client_t;
 
@@ -58,6 +59,11 @@ void agt_client_unref(agt_client_t *c);
 /* Send a reply (result is borrowed). */
 void agt_reply(agt_client_t *c, uint64_t id, json_t *result);
 void agt_reply_error(agt_client_t *c, uint64_t id, agt_error_t err);
+/* Send any message (streams); the message is borrowed. */
+void agt_client_send(agt_client_t *c, json_t *msg);
+void agt_client_close(agt_client_t *c);
+/* Close after the replies already queued have been written. */
+void agt_client_finish(agt_client_t *c);
 
 /* Handlers. */
 int agt_req_hello(agt_req_t *req, json_t **result, agt_error_t *err);
@@ -73,6 +79,7 @@ int agt_req_jail_inspect(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_jail_logs(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_jail_wait(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_jail_net(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_jail_attach(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_rootfs_build(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_rootfs_ls(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_rootfs_rm(agt_req_t *req, json_t **result, agt_error_t *err);

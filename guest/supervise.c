@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -18,6 +19,7 @@
 #include "jail.h"
 #include "jail_setup.h"
 #include "server.h"
+#include "stream.h"
 #include "xalloc.h"
 
 uint64_t agt_now_ns(void)
@@ -157,9 +159,24 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
   buf->len = sizeof slab;
 }
 
+static int *open_flag(agt_jail_t *j, uv_stream_t *s)
+{
+  if (s == (uv_stream_t *)&j->out_pipe)
+    return &j->out_open;
+  if (s == (uv_stream_t *)&j->err_pipe)
+    return &j->err_open;
+  if (s == (uv_stream_t *)&j->tty_pipe)
+    return &j->tty_open;
+  return NULL;
+}
+
 static void stream_done(agt_jail_t *j, uv_stream_t *s)
 {
+  int *open = open_flag(j, s);
+
   uv_read_stop(s);
+  if (open)
+    *open = 0;
   j->streams_open--;
   close_handle(j, (uv_handle_t *)s);
 }
@@ -169,11 +186,74 @@ static void output_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
   agt_jail_t *j = s->data;
 
   if (n > 0) {
-    agt_jail_log_append(j, buf->base, (size_t)n);
+    agt_jail_output(j, buf->base, (size_t)n);
     return;
   }
   if (n < 0)
-    stream_done(j, s);
+    stream_done(j, s); /* EOF, or EIO from a terminal whose last user is gone */
+}
+
+void agt_jail_output_pause(agt_jail_t *j, int pause)
+{
+  uv_stream_t *outs[3] = {(uv_stream_t *)&j->out_pipe, (uv_stream_t *)&j->err_pipe,
+                          (uv_stream_t *)&j->tty_pipe};
+
+  if (j->output_paused == pause)
+    return;
+  j->output_paused = pause;
+  for (int i = 0; i < 3; i++) {
+    int *open = open_flag(j, outs[i]);
+    if (!*open)
+      continue;
+    if (pause)
+      uv_read_stop(outs[i]);
+    else
+      uv_read_start(outs[i], alloc_cb, output_cb);
+  }
+}
+
+/* The jail sends its terminal's master side over the console socket before the agent's
+ * exec, so it is waiting there by the time the exec is confirmed. */
+static int take_terminal(agt_jail_t *j, agt_error_t *err)
+{
+  char byte;
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } u;
+  struct msghdr mh = {
+      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+  struct cmsghdr *cm;
+  int fd = -1, r;
+
+  if (recvmsg(j->console_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) < 1)
+    return agt_error_make(err, errno ? errno : EPROTO, "receive the terminal of jail '%s'",
+                          j->name);
+  cm = CMSG_FIRSTHDR(&mh);
+  if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+    memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+  close(j->console_fd);
+  j->console_fd = -1;
+  if (fd < 0)
+    return agt_error_kind(err, AGT_E_INTERNAL, "jail '%s' sent no terminal", j->name);
+  j->tty_fd = fd;
+  uv_pipe_init(j->d->loop, &j->tty_pipe, 0);
+  j->tty_pipe.data = j;
+  j->handles_open++;
+  r = uv_pipe_open(&j->tty_pipe, fd);
+  if (r == 0)
+    r = uv_read_start((uv_stream_t *)&j->tty_pipe, alloc_cb, output_cb);
+  if (r < 0) {
+    close_handle(j, (uv_handle_t *)&j->tty_pipe);
+    return agt_error_kind(err, AGT_E_INTERNAL, "read the terminal of jail '%s': %s", j->name,
+                          uv_strerror(r));
+  }
+  j->tty_open = 1;
+  j->streams_open++;
+  if (j->output_paused)
+    uv_read_stop((uv_stream_t *)&j->tty_pipe);
+  return 0;
 }
 
 static void status_eof(agt_jail_t *j)
@@ -198,6 +278,13 @@ static void status_eof(agt_jail_t *j)
   }
   j->rm_if_no_start = 0;
   j->exec_ns = agt_now_ns();
+  if (j->console_fd >= 0) {
+    agt_error_t err = NULL;
+    if (take_terminal(j, &err) < 0) {
+      agtd_log("%s", err->msg);
+      agt_error_release(&err);
+    }
+  }
   if (j->state == AGT_JAIL_STARTING)
     j->state = AGT_JAIL_RUNNING;
   {
@@ -273,6 +360,8 @@ int agt_jail_supervise(agt_jail_t *j, int out_fd, int err_fd, int status_fd, agt
 
   j->streams_open = 0;
   for (int i = 0; i < 3; i++) {
+    if (streams[i].fd < 0)
+      continue; /* a jail on a terminal has no output pipes */
     uv_pipe_init(loop, streams[i].pipe, 0);
     streams[i].pipe->data = j;
     j->handles_open++;
@@ -286,6 +375,8 @@ int agt_jail_supervise(agt_jail_t *j, int out_fd, int err_fd, int status_fd, agt
       continue;
     }
     j->streams_open++;
+    if (i < 2)
+      *open_flag(j, (uv_stream_t *)streams[i].pipe) = 1;
   }
   uv_poll_init(loop, &j->pidfd_poll, j->pidfd);
   j->pidfd_poll.data = j;
@@ -328,6 +419,11 @@ void agt_jail_run_finished(agt_jail_t *j)
   close(j->pidfd);
   j->pidfd = -1;
   j->pid = 0;
+  j->tty_fd = -1; /* closed with tty_pipe */
+  if (j->console_fd >= 0)
+    close(j->console_fd);
+  j->console_fd = -1;
+  j->output_paused = 0;
   agt_egress_stop(j->egress);
   j->egress = NULL;
   if (j->state == AGT_JAIL_STARTING && j->status_len == 0 && !j->exit_reason)
@@ -353,6 +449,7 @@ void agt_jail_run_finished(agt_jail_t *j)
     agt_jail_save(j, NULL);
   }
   agt_pending_answer(&j->exit_waiters, info, NULL);
+  agt_jail_streams_end(j, info);
   json_decref(info);
   if (j->start_waiters) {
     agt_error_t err = NULL;

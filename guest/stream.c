@@ -1,0 +1,258 @@
+#include "stream.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "base64.h"
+#include "daemon.h"
+#include "jail.h"
+#include "server.h"
+#include "xalloc.h"
+
+#define REPLAY_CHUNK (256u * 1024)
+
+static void send_out(agt_stream_t *s, const char *data, size_t len, uint64_t offset)
+{
+  char *b64 = agt_base64_encode(data, len);
+  json_t *m = json_pack("{s:s, s:I}", "out", b64, "offset", (json_int_t)offset);
+
+  agt_client_send(s->client, m);
+  json_decref(m);
+  free(b64);
+}
+
+static uint64_t log_end(struct agt_jail_s *j)
+{
+  return j->log_base + j->log_size;
+}
+
+static int stream_behind(agt_stream_t *s)
+{
+  return s->kind == AGT_STREAM_FOLLOW && s->replay < log_end(s->jail);
+}
+
+/* Resume the jail's output once no stream is replaying or behind. */
+static void maybe_resume(struct agt_jail_s *j)
+{
+  if (!j->output_paused)
+    return;
+  for (agt_stream_t *s = j->streams; s; s = s->next)
+    if (stream_behind(s) || s->client->out_queued > AGT_STREAM_LOW)
+      return;
+  agt_jail_output_pause(j, 0);
+}
+
+static void replay_some(agt_stream_t *s)
+{
+  struct agt_jail_s *j = s->jail;
+
+  while (stream_behind(s) && s->client->out_queued < AGT_STREAM_HIGH && !s->client->closed) {
+    char *data;
+    size_t len;
+    uint64_t start;
+    agt_error_t err = NULL;
+
+    if (agt_jail_log_read(j, s->replay, REPLAY_CHUNK, &data, &len, &start, &err) < 0) {
+      agtd_log("jail '%s': replay for a follower: %s", j->name, err->msg);
+      agt_error_release(&err);
+      s->replay = log_end(j);
+      break;
+    }
+    if (len == 0) {
+      free(data);
+      s->replay = log_end(j);
+      break;
+    }
+    send_out(s, data, len, start);
+    free(data);
+    s->replay = start + len;
+  }
+}
+
+agt_stream_t *agt_stream_open(struct agt_jail_s *j, struct agt_client_s *c,
+                              enum agt_stream_kind kind, uint64_t from, int want_write)
+{
+  agt_stream_t *s = xzalloc(sizeof *s);
+
+  s->jail = j;
+  s->client = c;
+  s->kind = kind;
+  c->stream = s;
+  if (want_write && j->tty) {
+    agt_stream_t *o;
+    for (o = j->streams; o; o = o->next)
+      if (o->writer)
+        break;
+    s->writer = o == NULL; /* one writer at a time: the first that asked */
+  }
+  s->next = j->streams;
+  j->streams = s;
+  if (kind == AGT_STREAM_ATTACH) {
+    /* What the terminal showed lately, so the screen is not blank; the resize the client
+     * sends next makes the agent redraw it properly. */
+    if (j->screen_len)
+      send_out(s, j->screen, j->screen_len, log_end(j) - j->screen_len);
+  } else {
+    s->replay = from;
+    if (stream_behind(s))
+      agt_jail_output_pause(j, 1); /* the file first, then live output, in order */
+    replay_some(s);
+    maybe_resume(j);
+  }
+  return s;
+}
+
+void agt_stream_close(agt_stream_t *s)
+{
+  struct agt_jail_s *j = s->jail;
+  agt_stream_t **p;
+
+  for (p = &j->streams; *p; p = &(*p)->next)
+    if (*p == s) {
+      *p = s->next;
+      break;
+    }
+  s->client->stream = NULL;
+  free(s);
+  maybe_resume(j);
+}
+
+void agt_stream_drained(agt_stream_t *s)
+{
+  replay_some(s);
+  maybe_resume(s->jail);
+}
+
+static void set_winsize(struct agt_jail_s *j, unsigned rows, unsigned cols)
+{
+  struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+
+  if (j->tty_fd >= 0)
+    ioctl(j->tty_fd, TIOCSWINSZ, &ws);
+  j->rows = (unsigned short)rows;
+  j->cols = (unsigned short)cols;
+}
+
+struct tty_write {
+  uv_write_t req;
+  char *data;
+};
+
+static void tty_write_done(uv_write_t *w, int status)
+{
+  struct tty_write *tw = (struct tty_write *)w;
+
+  (void)status;
+  free(tw->data);
+  free(tw);
+}
+
+static void stream_error(agt_stream_t *s, const char *msg)
+{
+  json_t *m = json_pack("{s:{s:s, s:s}}", "error", "kind", "invalid", "message", msg);
+  agt_client_send(s->client, m);
+  json_decref(m);
+}
+
+void agt_stream_input(agt_stream_t *s, json_t *msg)
+{
+  struct agt_jail_s *j = s->jail;
+  json_t *v;
+
+  if ((v = json_object_get(msg, "in")) != NULL) {
+    size_t len;
+    char *data;
+    struct tty_write *tw;
+    uv_buf_t b;
+
+    if (!s->writer || !j->tty_open) {
+      stream_error(s, s->writer ? "the jail's terminal is closed"
+                                : "this client is attached read-only (another one writes)");
+      return;
+    }
+    data = json_is_string(v) ? agt_base64_decode(json_string_value(v), &len) : NULL;
+    if (data == NULL) {
+      stream_error(s, "'in' must be base64");
+      return;
+    }
+    tw = xzalloc(sizeof *tw);
+    tw->data = data;
+    b = uv_buf_init(data, (unsigned)len);
+    if (uv_write(&tw->req, (uv_stream_t *)&j->tty_pipe, &b, 1, tty_write_done) < 0) {
+      free(data);
+      free(tw);
+    }
+    return;
+  }
+  if ((v = json_object_get(msg, "resize")) != NULL) {
+    json_int_t rows = json_integer_value(json_array_get(v, 0));
+    json_int_t cols = json_integer_value(json_array_get(v, 1));
+    if (!json_is_array(v) || rows < 1 || rows > 1000 || cols < 1 || cols > 1000) {
+      stream_error(s, "'resize' takes [rows, cols] within 1..1000");
+      return;
+    }
+    if (!s->writer)
+      return; /* the writer's window decides the size */
+    if (rows == j->rows && cols == j->cols && cols > 1)
+      set_winsize(j, (unsigned)rows, (unsigned)cols - 1); /* a change, so the agent redraws */
+    set_winsize(j, (unsigned)rows, (unsigned)cols);
+    return;
+  }
+  if (json_is_true(json_object_get(msg, "detach"))) {
+    agt_client_close(s->client); /* closes the stream too */
+    return;
+  }
+  stream_error(s, "a stream takes 'in', 'resize' or 'detach'");
+}
+
+void agt_jail_output(struct agt_jail_s *j, const char *data, size_t len)
+{
+  uint64_t offset = log_end(j);
+  int pause = 0;
+
+  agt_jail_log_append(j, data, len);
+  if (j->screen == NULL)
+    j->screen = xmalloc(AGT_SCREEN_MAX);
+  if (len >= AGT_SCREEN_MAX) {
+    memcpy(j->screen, data + len - AGT_SCREEN_MAX, AGT_SCREEN_MAX);
+    j->screen_len = AGT_SCREEN_MAX;
+  } else {
+    if (j->screen_len + len > AGT_SCREEN_MAX) {
+      size_t drop = j->screen_len + len - AGT_SCREEN_MAX;
+      memmove(j->screen, j->screen + drop, j->screen_len - drop);
+      j->screen_len -= drop;
+    }
+    memcpy(j->screen + j->screen_len, data, len);
+    j->screen_len += len;
+  }
+  for (agt_stream_t *s = j->streams; s; s = s->next) {
+    if (s->kind == AGT_STREAM_FOLLOW) {
+      if (s->replay < offset)
+        continue; /* still replaying: it reads this from the log */
+      s->replay = offset + len;
+    }
+    send_out(s, data, len, offset);
+    if (s->client->out_queued > AGT_STREAM_HIGH)
+      pause = 1;
+  }
+  if (pause)
+    agt_jail_output_pause(j, 1);
+}
+
+void agt_jail_streams_end(struct agt_jail_s *j, json_t *info)
+{
+  json_t *m = json_pack("{s:O}", "exit", info);
+
+  while (j->streams) {
+    agt_stream_t *s = j->streams;
+    struct agt_client_s *c = s->client;
+
+    agt_stream_close(s);
+    agt_client_send(c, m);
+    agt_client_finish(c); /* close once everything queued is written */
+  }
+  json_decref(m);
+}

@@ -1,0 +1,58 @@
+/* Streams: a connection that, after jail.attach or a following jail.logs, carries one jail's
+ * live output (and, for attach, input to its terminal) instead of requests.
+ *
+ * Messages on a stream are still frames of one JSON object:
+ *   agtd -> client  {"out": "<base64>", "offset": N}   output, in order, from byte N
+ *                   {"exit": {...the jail...}}          the jail ended; agtd then closes
+ *   client -> agtd  {"in": "<base64>"}                  input for the terminal (writer only)
+ *                   {"resize": [rows, cols]}            the client's window size
+ *                   {"detach": true}                    leave the jail running
+ *
+ * Nothing is dropped: while a stream's client is behind, agtd stops reading the jail's
+ * output, so the agent's writes block until the client catches up. */
+#ifndef AGT_STREAM_H
+#define AGT_STREAM_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+struct agt_jail_s;
+struct agt_client_s;
+
+#define AGT_STREAM_HIGH (4u << 20)  /* queued bytes at which the jail's output is paused */
+#define AGT_STREAM_LOW (1u << 20)   /* ... and resumed */
+#define AGT_SCREEN_MAX (64u * 1024) /* recent terminal output replayed on attach */
+
+enum agt_stream_kind { AGT_STREAM_ATTACH, AGT_STREAM_FOLLOW };
+
+struct agt_stream_s {
+  struct agt_stream_s *next; /* in the jail's list */
+  struct agt_jail_s *jail;
+  struct agt_client_s *client;
+  enum agt_stream_kind kind;
+  int writer;
+  uint64_t replay; /* follow: next log offset to send from the file before going live */
+};
+typedef struct agt_stream_s agt_stream_t;
+
+/* Turn the client's connection into a stream of jail j. */
+agt_stream_t *agt_stream_open(struct agt_jail_s *j, struct agt_client_s *c,
+                              enum agt_stream_kind kind, uint64_t from, int want_write);
+/* A frame from the client of a stream. */
+void agt_stream_input(agt_stream_t *s, json_t *msg);
+/* The client went away (or the jail ended): unlink and free. */
+void agt_stream_close(agt_stream_t *s);
+/* The client's queue drained a little: continue a replay, maybe resume the jail's output. */
+void agt_stream_drained(agt_stream_t *s);
+
+/* Output of a jail, from its pipes or terminal: log, screen, streams, backpressure. */
+void agt_jail_output(struct agt_jail_s *j, const char *data, size_t len);
+/* The jail ended: tell every stream and close them. */
+void agt_jail_streams_end(struct agt_jail_s *j, json_t *info);
+/* Pause or resume reading the jail's output. */
+void agt_jail_output_pause(struct agt_jail_s *j, int pause);
+
+#endif
