@@ -1,5 +1,5 @@
 /* The rootfs store: read-only root filesystems for jails, built from YAML manifests
- * (rootfs/*.yaml) and kept content-addressed under a store directory.
+ * (rootfs/NAME.yaml) and kept content-addressed under a store directory.
  *
  * Layout of the store (default /var/lib/agt/rootfs):
  *   <store>/<id>/root        the tree jails use as their overlay lower layer (read-only)
@@ -27,11 +27,18 @@ struct agt_rootfs_build_opts {
  *   {"id": "<sha256 hex>", "name": "<manifest name>", "manifest": "<path>",
  *    "path": "<store>/<id>/root", "created": <unix seconds>, "bytes": N, "files": N,
  *    "sources": {...what was used for each manifest entry, e.g. toybox "distro 0.8.9"...}}
- * Manifest errors name file:line:column. */
+ * and also "names" (every manifest name that built this tree), "arch", "updated" and
+ * "updated_ns" (the last build that produced it), "dirs", "symlinks", "warnings" (strings),
+ * "ld_library_path" (only when a library came from an ld.so.conf directory the jail's
+ * loader does not search by itself), and "reused": true when the tree existed already and
+ * was kept.  Each "sources" value is keyed by the entry's path: {"kind": "host" | "env" |
+ * "download" | "symlink" | "content", "summary": "...", "tried": [{"source", "result"}]...}.
+ * Manifest errors name file:line:column; the format is docs/ROOTFS.md. */
 int agt_rootfs_build(const char *store_dir, const char *manifest_path,
                      const struct agt_rootfs_build_opts *opts, json_t **info, agt_error_t *err);
 
-/* All builds in the store, newest first, as an array of info objects. */
+/* All builds in the store, newest first (by "updated_ns"), as an array of info objects.  A
+ * store that does not exist yet is empty. */
 int agt_rootfs_list(const char *store_dir, json_t **list, agt_error_t *err);
 
 /* Find one build by full id, unique id prefix (at least 6 hex digits) or manifest name (the
