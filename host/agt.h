@@ -1,0 +1,81 @@
+/* agt, the host CLI: what main() sets up for every command, and the commands. */
+#ifndef AGT_HOST_AGT_H
+#define AGT_HOST_AGT_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "config.h"
+#include "error.h"
+#include "lima.h"
+#include "target.h"
+#include "template.h"
+
+struct agt_ctx {
+  struct agt_config cfg;
+  struct agt_target target;
+  struct agt_lima lima;
+  struct agt_host host;
+  char host_os[32], host_arch[32];
+  int quiet;
+  int exit_code; /* what agt exits with when the command succeeds (agt shell) */
+};
+
+typedef int (*agt_cmd_fn)(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
+
+/* What main() does before calling a command. */
+enum {
+  AGT_NEED_TARGET = 1 << 0, /* resolve the target (and limactl for lima targets) */
+  AGT_NEED_LIMA = 1 << 1,   /* the target must be a Lima VM */
+};
+
+struct agt_cmd {
+  const char *name;
+  agt_cmd_fn fn;
+  unsigned flags;
+  const char *help;
+};
+
+/* One command's help: generated from its option table. */
+struct agt_cmd_help {
+  const char *usage;
+  const char *summary;
+  const struct agt_opt *opts;
+};
+
+/* Parse a command's options.  Returns the index of the first operand; -2 after printing
+ * the help (the command then returns 0); -1 on a bad option. */
+int agt_cmd_opts(int argc, char **argv, const struct agt_cmd_help *h, agt_opt_fn fn, void *ctx,
+                 agt_error_t *err);
+/* An option callback for commands whose only option is --json (ctx: int *). */
+int agt_opt_json_only(void *ctx, int key, const char *arg, agt_error_t *err);
+#define AGT_OPT_JSON 1000
+#define AGT_OPT_JSON_ENTRY                                                                         \
+  {                                                                                                \
+    AGT_OPT_JSON, "json", NULL, "print JSON"                                                       \
+  }
+
+/* A line on stderr, "agt: ...", unless --quiet. */
+void agt_note(struct agt_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void agt_print_json(json_t *v);
+/* Ask on the terminal; 0 (no) without one. */
+int agt_confirm(const char *question);
+/* Fail unless the target is a Lima VM. */
+int agt_need_lima(struct agt_ctx *c, const char *cmd, agt_error_t *err);
+/* The VM's state from limactl; *found 0 when it does not exist. */
+int agt_vm_state(struct agt_ctx *c, struct agt_lima_instance *in, int *found, agt_error_t *err);
+
+int cmd_up(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
+int cmd_stop(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
+int cmd_delete(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
+int cmd_reset(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
+int cmd_clone(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
+int cmd_shell(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
+int cmd_status(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
+int cmd_template(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
+int cmd_config(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
+int cmd_jail(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
+int cmd_rootfs(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
+
+#endif

@@ -1,0 +1,59 @@
+/* agt reset: Lima's factory-reset.  The VM is killed, its disk and runtime files go, its
+ * settings (lima.yaml) stay; the next `agt up` boots a fresh copy of the image and
+ * provisions it again. */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "agt.h"
+#include "cleanup.h"
+#include "xalloc.h"
+
+static const struct agt_opt opts[] = {
+    {'f', "force", NULL, "do not ask first"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct agt_cmd_help help = {
+    "agt reset [--force]",
+    "Factory-reset the VM: a fresh disk from the image at the next 'agt up', the same settings.",
+    opts};
+
+static int reset_opt(void *ctx, int key, const char *arg, agt_error_t *err)
+{
+  (void)arg;
+  if (key != 'f')
+    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
+  *(int *)ctx = 1;
+  return 0;
+}
+
+int cmd_reset(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
+{
+  const char *name = c->target.instance;
+  struct agt_lima_instance in;
+  int force = 0, found, i;
+
+  i = agt_cmd_opts(argc, argv, &help, reset_opt, &force, err);
+  if (i == -2)
+    return 0;
+  if (i < 0)
+    return -1;
+  if (i < argc)
+    return agt_error_kind(err, AGT_E_INVALID, "agt reset takes no operands");
+  if (agt_vm_state(c, &in, &found, err) < 0)
+    return -1;
+  if (!found)
+    return agt_error_kind(err, AGT_E_NOTFOUND, "vm '%s' does not exist", name);
+  agt_lima_instance_release(&in);
+  if (!force) {
+    cleanup_free char *q =
+        xasprintf("reset vm '%s'? Its disk (jails, rootfs, workspaces inside it) goes.", name);
+    if (!agt_confirm(q))
+      return agt_error_kind(err, AGT_E_INVALID, "vm '%s' not reset%s", name,
+                            isatty(0) ? "" : ": no terminal to ask on, use --force");
+  }
+  if (agt_lima_factory_reset(&c->lima, name, err) < 0)
+    return agt_error_wrap(err, "cannot reset vm '%s'", name);
+  printf("vm '%s' reset; 'agt up' boots it afresh\n", name);
+  return 0;
+}

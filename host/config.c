@@ -1,0 +1,695 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "agt_paths.h"
+#include "cleanup.h"
+#include "cli.h"
+#include "lima.h"
+#include "xalloc.h"
+#include "yamlutil.h"
+
+enum cfg_type {
+  T_STR,
+  T_PATH,     /* ~ expanded, relative to the file's base */
+  T_INSTANCE, /* a Lima instance name */
+  T_UINT,
+  T_SIZE,
+  T_DURATION,
+  T_ENUM, /* one of `choices` */
+  T_TARGET,
+};
+
+struct key_desc {
+  const char *path;
+  enum cfg_type type;
+  const char *choices; /* T_ENUM: "a|b|c" */
+};
+
+static const struct key_desc keys[AGT_CFG_NKEYS] = {
+    [AGT_CFG_TARGET] = {"target", T_TARGET, NULL},
+    [AGT_CFG_VM_NAME] = {"vm.name", T_INSTANCE, NULL},
+    [AGT_CFG_VM_CPUS] = {"vm.cpus", T_UINT, NULL},
+    [AGT_CFG_VM_MEMORY] = {"vm.memory", T_SIZE, NULL},
+    [AGT_CFG_VM_DISK] = {"vm.disk", T_SIZE, NULL},
+    [AGT_CFG_VM_TYPE] = {"vm.vm_type", T_ENUM, "auto|vz|qemu"},
+    [AGT_CFG_VM_ARCH] = {"vm.arch", T_ENUM, "default|x86_64|aarch64"},
+    [AGT_CFG_VM_IMAGE] = {"vm.image", T_STR, NULL},
+    [AGT_CFG_VM_IMAGE_DIGEST] = {"vm.image_digest", T_STR, NULL},
+    [AGT_CFG_VM_MOUNT_TYPE] = {"vm.mount_type", T_ENUM, "default|virtiofs|9p|reverse-sshfs"},
+    [AGT_CFG_VM_TEMPLATE] = {"vm.template", T_PATH, NULL},
+    [AGT_CFG_VM_AGT_SOURCE] = {"vm.agt_source", T_PATH, NULL},
+    [AGT_CFG_LIMA_LIMACTL] = {"lima.limactl", T_STR, NULL},
+    [AGT_CFG_LIMA_HOME] = {"lima.home", T_PATH, NULL},
+    [AGT_CFG_LIMA_START_TIMEOUT] = {"lima.start_timeout", T_DURATION, NULL},
+    [AGT_CFG_AGTD_SOCKET] = {"agtd.socket", T_STR, NULL},
+    [AGT_CFG_SSH_KNOWN_HOSTS] = {"ssh.known_hosts", T_PATH, NULL},
+    [AGT_CFG_SSH_IDENTITY] = {"ssh.identity", T_PATH, NULL},
+    [AGT_CFG_SSH_CONNECT_TIMEOUT] = {"ssh.connect_timeout", T_DURATION, NULL},
+    [AGT_CFG_JAIL_AGENT] = {"jail.agent", T_ENUM, "shell|opencode"},
+    [AGT_CFG_JAIL_ROOTFS] = {"jail.rootfs", T_STR, NULL},
+    [AGT_CFG_JAIL_MEMORY] = {"jail.limits.memory", T_SIZE, NULL},
+    [AGT_CFG_JAIL_PIDS] = {"jail.limits.pids", T_UINT, NULL},
+    [AGT_CFG_JAIL_CPU] = {"jail.limits.cpu", T_UINT, NULL},
+    [AGT_CFG_JAIL_NOFILE] = {"jail.limits.nofile", T_UINT, NULL},
+    [AGT_CFG_JAIL_TMP] = {"jail.limits.tmp", T_SIZE, NULL},
+    [AGT_CFG_JAIL_LOG] = {"jail.limits.log", T_SIZE, NULL},
+};
+
+/* List keys: their items append. */
+#define KEY_MOUNTS "vm.mounts"
+#define KEY_ENV "jail.env"
+
+const char *agt_config_key_name(enum agt_cfg_key key)
+{
+  return (unsigned)key < AGT_CFG_NKEYS ? keys[key].path : "?";
+}
+
+char *agt_expand_path(const char *path, const char *base)
+{
+  const char *home = getenv("HOME");
+
+  if (path[0] == '~' && (path[1] == '/' || path[1] == '\0'))
+    return xasprintf("%s%s", home ? home : "", path + 1);
+  if (path[0] == '/' || base == NULL)
+    return xstrdup(path);
+  if (strcmp(path, ".") == 0)
+    return xstrdup(base);
+  if (path[0] == '.' && path[1] == '/')
+    path += 2;
+  return xasprintf("%s/%s", base, path);
+}
+
+int agt_parse_duration(const char *what, const char *s, uint64_t *seconds, agt_error_t *err)
+{
+  char *end;
+  unsigned long long v;
+  uint64_t mul = 1;
+
+  if (s == NULL || *s < '0' || *s > '9')
+    return agt_error_kind(err, AGT_E_INVALID, "%s '%s' is not a duration", what, s ? s : "");
+  errno = 0;
+  v = strtoull(s, &end, 10);
+  if (strcmp(end, "") == 0 || strcmp(end, "s") == 0)
+    mul = 1;
+  else if (strcmp(end, "m") == 0)
+    mul = 60;
+  else if (strcmp(end, "h") == 0)
+    mul = 3600;
+  else
+    return agt_error_kind(err, AGT_E_INVALID, "%s '%s': use seconds, or a number with s, m or h",
+                          what, s);
+  if (errno || v > UINT32_MAX)
+    return agt_error_kind(err, AGT_E_INVALID, "%s '%s' is too long", what, s);
+  *seconds = v * mul;
+  return 0;
+}
+
+static int enum_has(const char *choices, const char *v)
+{
+  size_t n = strlen(v);
+  const char *p = choices;
+
+  while (p) {
+    const char *bar = strchr(p, '|');
+    size_t len = bar ? (size_t)(bar - p) : strlen(p);
+    if (len == n && strncmp(p, v, n) == 0)
+      return 1;
+    p = bar ? bar + 1 : NULL;
+  }
+  return 0;
+}
+
+/* Check a value against its key's type.  Returns -1 with a message that does not name the
+ * place: the caller adds file:line:col or the flag. */
+static int check_value(enum agt_cfg_key k, const char *v, agt_error_t *err)
+{
+  const struct key_desc *d = &keys[k];
+  uint64_t n;
+
+  switch (d->type) {
+  case T_STR:
+  case T_PATH:
+    if (*v == '\0')
+      return agt_error_kind(err, AGT_E_INVALID, "'%s' must not be empty", d->path);
+    return 0;
+  case T_INSTANCE:
+    return agt_lima_name_check(v, err);
+  case T_UINT:
+    if (agt_parse_u64(d->path, v, &n, err) < 0)
+      return -1;
+    if (k == AGT_CFG_VM_CPUS && (n == 0 || n > 1024))
+      return agt_error_kind(err, AGT_E_INVALID, "'%s' must be within 1..1024", d->path);
+    return 0;
+  case T_SIZE:
+    if (agt_parse_size(d->path, v, &n, err) < 0)
+      return -1;
+    if ((k == AGT_CFG_VM_MEMORY || k == AGT_CFG_VM_DISK) && n < (1ull << 20))
+      return agt_error_kind(err, AGT_E_INVALID, "'%s' %s is less than 1MiB: write a unit (4GiB)",
+                            d->path, v);
+    return 0;
+  case T_DURATION:
+    return agt_parse_duration(d->path, v, &n, err);
+  case T_ENUM:
+    if (!enum_has(d->choices, v))
+      return agt_error_kind(err, AGT_E_INVALID, "'%s' must be one of %s, not '%s'", d->path,
+                            d->choices, v);
+    return 0;
+  case T_TARGET:
+    if (strncmp(v, "lima:", 5) == 0)
+      return agt_lima_name_check(v + 5, err);
+    if (strcmp(v, "lima") == 0 || strncmp(v, "ssh://", 6) == 0 || strcmp(v, "local") == 0)
+      return 0;
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "'%s' must be lima[:NAME], ssh://USER@HOST[:PORT] or local, not '%s'",
+                          d->path, v);
+  }
+  return 0;
+}
+
+static void set_text(struct agt_cfg_value *val, char *text, const struct agt_cfg_origin *o)
+{
+  free(val->text);
+  val->text = text;
+  val->origin = *o;
+}
+
+void agt_config_init(struct agt_config *c)
+{
+  static const struct agt_cfg_origin def = {AGT_CFG_DEFAULT, NULL, 0, 0, NULL};
+  struct agt_cfg_origin o = def;
+  const char *lima_home = getenv("LIMA_HOME");
+  cleanup_free char *tmpl = xasprintf("%s/lima/agt.yaml", AGT_SOURCE_ROOT);
+
+  memset(c, 0, sizeof *c);
+  set_text(&c->v[AGT_CFG_VM_NAME], xstrdup(AGT_LIMA_DEFAULT_INSTANCE), &def);
+  set_text(&c->v[AGT_CFG_VM_CPUS], xstrdup("4"), &def);
+  set_text(&c->v[AGT_CFG_VM_MEMORY], xstrdup("4GiB"), &def);
+  set_text(&c->v[AGT_CFG_VM_DISK], xstrdup("50GiB"), &def);
+  set_text(&c->v[AGT_CFG_VM_TYPE], xstrdup("auto"), &def);
+  set_text(&c->v[AGT_CFG_VM_ARCH], xstrdup("default"), &def);
+  set_text(&c->v[AGT_CFG_VM_MOUNT_TYPE], xstrdup("default"), &def);
+  if (access(tmpl, R_OK) == 0) {
+    o.what = "the source tree agt was built from";
+    set_text(&c->v[AGT_CFG_VM_TEMPLATE], steal_pointer(&tmpl), &o);
+  } else {
+    o.what = "installed with agt";
+    set_text(&c->v[AGT_CFG_VM_TEMPLATE], xasprintf("%s/lima/agt.yaml", AGT_DATADIR), &o);
+  }
+  o.what = "the source tree agt was built from";
+  set_text(&c->v[AGT_CFG_VM_AGT_SOURCE], xstrdup(AGT_SOURCE_ROOT), &o);
+  set_text(&c->v[AGT_CFG_LIMA_LIMACTL], xstrdup("limactl"), &def);
+  if (lima_home && *lima_home) {
+    o.src = AGT_CFG_ENV;
+    o.what = "LIMA_HOME";
+    set_text(&c->v[AGT_CFG_LIMA_HOME], xstrdup(lima_home), &o);
+  } else {
+    set_text(&c->v[AGT_CFG_LIMA_HOME], agt_expand_path("~/.lima", NULL), &def);
+  }
+  set_text(&c->v[AGT_CFG_LIMA_START_TIMEOUT], xstrdup("10m"), &def);
+  set_text(&c->v[AGT_CFG_AGTD_SOCKET], xstrdup("/run/agt/agtd.sock"), &def);
+  set_text(&c->v[AGT_CFG_SSH_KNOWN_HOSTS], agt_expand_path("~/.ssh/known_hosts", NULL), &def);
+  set_text(&c->v[AGT_CFG_SSH_CONNECT_TIMEOUT], xstrdup("10s"), &def);
+  set_text(&c->v[AGT_CFG_JAIL_AGENT], xstrdup("shell"), &def);
+  set_text(&c->v[AGT_CFG_JAIL_ROOTFS], xstrdup("default"), &def);
+}
+
+void agt_config_release(struct agt_config *c)
+{
+  for (int i = 0; i < AGT_CFG_NKEYS; i++)
+    free(c->v[i].text);
+  for (size_t i = 0; i < c->nmounts; i++) {
+    free(c->mounts[i].location);
+    free(c->mounts[i].mount_point);
+  }
+  free(c->mounts);
+  for (size_t i = 0; i < c->nenv; i++)
+    free(c->env[i].text);
+  free(c->env);
+  for (size_t i = 0; i < c->nfiles; i++)
+    free(c->files[i]);
+  free(c->files);
+  memset(c, 0, sizeof *c);
+}
+
+const char *agt_config_get(const struct agt_config *c, enum agt_cfg_key key)
+{
+  return c->v[key].text;
+}
+
+int agt_config_set(struct agt_config *c, enum agt_cfg_key key, const char *value,
+                   enum agt_cfg_src src, const char *what, agt_error_t *err)
+{
+  struct agt_cfg_origin o = {src, NULL, 0, 0, what};
+
+  if (check_value(key, value, err) < 0)
+    return agt_error_wrap(err, "%s %s", src == AGT_CFG_ENV ? "variable" : "option", what);
+  if (keys[key].type == T_PATH)
+    set_text(&c->v[key], agt_expand_path(value, NULL), &o);
+  else
+    set_text(&c->v[key], xstrdup(value), &o);
+  return 0;
+}
+
+int agt_config_size(const struct agt_config *c, enum agt_cfg_key key, uint64_t *out,
+                    agt_error_t *err)
+{
+  return agt_parse_size(keys[key].path, c->v[key].text, out, err);
+}
+
+int agt_config_u64(const struct agt_config *c, enum agt_cfg_key key, uint64_t *out,
+                   agt_error_t *err)
+{
+  return agt_parse_u64(keys[key].path, c->v[key].text, out, err);
+}
+
+int agt_config_seconds(const struct agt_config *c, enum agt_cfg_key key, uint64_t *out,
+                       agt_error_t *err)
+{
+  return agt_parse_duration(keys[key].path, c->v[key].text, out, err);
+}
+
+/* Loading one file. */
+
+struct loader {
+  struct agt_config *c;
+  agt_yaml_t *y;
+  const char *file; /* as kept in c->files */
+  const char *base;
+};
+
+static struct agt_cfg_origin origin_of(struct loader *l, yaml_node_t *n)
+{
+  struct agt_cfg_origin o = {AGT_CFG_FILE, l->file, (unsigned)n->start_mark.line + 1,
+                             (unsigned)n->start_mark.column + 1, NULL};
+  return o;
+}
+
+static int load_scalar(struct loader *l, enum agt_cfg_key k, yaml_node_t *n, agt_error_t *err)
+{
+  const char *v = agt_yaml_scalar(n);
+  struct agt_cfg_origin o = origin_of(l, n);
+  agt_error_t e = NULL;
+
+  if (v == NULL)
+    return agt_yaml_error(l->y, n, err, "'%s' must be a single value, not a %s", keys[k].path,
+                          n->type == YAML_SEQUENCE_NODE ? "list" : "mapping");
+  if (check_value(k, v, &e) < 0) {
+    agt_yaml_error(l->y, n, err, "%s", e->msg);
+    agt_error_release(&e);
+    return -1;
+  }
+  if (keys[k].type == T_PATH)
+    set_text(&l->c->v[k], agt_expand_path(v, l->base), &o);
+  else
+    set_text(&l->c->v[k], xstrdup(v), &o);
+  return 0;
+}
+
+static int load_mount(struct loader *l, yaml_node_t *n, agt_error_t *err)
+{
+  static const char *const known[] = {"location", "writable", "mount_point", NULL};
+  struct agt_cfg_mount m = {NULL, NULL, 0, origin_of(l, n)};
+  const char *loc = NULL, *mp = NULL;
+
+  if (n->type == YAML_SCALAR_NODE) {
+    loc = agt_yaml_scalar(n);
+  } else if (n->type == YAML_MAPPING_NODE) {
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+      yaml_node_t *kn = agt_yaml_node(l->y, p->key);
+      const char *k = agt_yaml_scalar(kn);
+      const char *const *q;
+      for (q = known; k && *q; q++)
+        if (strcmp(*q, k) == 0)
+          break;
+      if (k == NULL || *q == NULL)
+        return agt_yaml_error(l->y, kn, err,
+                              "unknown key '%s[].%s' (location, writable, "
+                              "mount_point)",
+                              KEY_MOUNTS, k ? k : "?");
+    }
+    if (agt_yaml_get_str(l->y, n, "location", &loc, err) < 0 ||
+        agt_yaml_get_str(l->y, n, "mount_point", &mp, err) < 0 ||
+        agt_yaml_get_bool(l->y, n, "writable", &m.writable, err) < 0)
+      return -1;
+  } else {
+    return agt_yaml_error(l->y, n, err, "each of '%s' is a path or {location, writable}",
+                          KEY_MOUNTS);
+  }
+  if (loc == NULL || *loc == '\0')
+    return agt_yaml_error(l->y, n, err, "'%s' entry needs a location", KEY_MOUNTS);
+  if (mp && mp[0] != '/')
+    return agt_yaml_error(l->y, agt_yaml_get(l->y, n, "mount_point"), err,
+                          "'%s' mount_point '%s' must be an absolute path", KEY_MOUNTS, mp);
+  m.location = agt_expand_path(loc, l->base);
+  m.mount_point = mp ? xstrdup(mp) : NULL;
+  l->c->mounts = xrealloc(l->c->mounts, (l->c->nmounts + 1) * sizeof *l->c->mounts);
+  l->c->mounts[l->c->nmounts++] = m;
+  return 0;
+}
+
+static int load_env(struct loader *l, yaml_node_t *n, agt_error_t *err)
+{
+  const char *v = agt_yaml_scalar(n);
+  const char *eq = v ? strchr(v, '=') : NULL;
+  struct agt_cfg_item it;
+
+  if (eq == NULL || eq == v)
+    return agt_yaml_error(l->y, n, err, "each of '%s' is KEY=VALUE", KEY_ENV);
+  it.text = xstrdup(v);
+  it.origin = origin_of(l, n);
+  l->c->env = xrealloc(l->c->env, (l->c->nenv + 1) * sizeof *l->c->env);
+  l->c->env[l->c->nenv++] = it;
+  return 0;
+}
+
+static int load_list(struct loader *l, const char *path, yaml_node_t *n, agt_error_t *err)
+{
+  yaml_node_item_t *it;
+
+  if (n->type == YAML_SCALAR_NODE && agt_yaml_scalar(n)[0] == '\0')
+    return 0; /* "mounts:" with nothing: an empty list */
+  if (n->type != YAML_SEQUENCE_NODE)
+    return agt_yaml_error(l->y, n, err, "'%s' must be a list", path);
+  for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+    yaml_node_t *item = agt_yaml_node(l->y, *it);
+    int r = strcmp(path, KEY_MOUNTS) == 0 ? load_mount(l, item, err) : load_env(l, item, err);
+    if (r < 0)
+      return -1;
+  }
+  return 0;
+}
+
+static int is_section(const char *path)
+{
+  size_t n = strlen(path);
+
+  for (int k = 0; k < AGT_CFG_NKEYS; k++)
+    if (strncmp(keys[k].path, path, n) == 0 && keys[k].path[n] == '.')
+      return 1;
+  return strncmp(KEY_MOUNTS, path, n) == 0 && KEY_MOUNTS[n] == '.';
+}
+
+static int load_map(struct loader *l, const char *prefix, yaml_node_t *map, agt_error_t *err)
+{
+  yaml_node_pair_t *p;
+
+  if (map->type == YAML_SCALAR_NODE && agt_yaml_scalar(map)[0] == '\0')
+    return 0; /* an empty section ("vm:" alone) */
+  if (map->type != YAML_MAPPING_NODE)
+    return agt_yaml_error(l->y, map, err, "'%s' must be a mapping", prefix ? prefix : "config");
+  for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+    yaml_node_t *kn = agt_yaml_node(l->y, p->key), *vn = agt_yaml_node(l->y, p->value);
+    const char *key = agt_yaml_scalar(kn);
+    cleanup_free char *path = NULL;
+    int k, r;
+
+    if (key == NULL)
+      return agt_yaml_error(l->y, kn, err, "keys must be strings");
+    path = prefix ? xasprintf("%s.%s", prefix, key) : xstrdup(key);
+    for (k = 0; k < AGT_CFG_NKEYS; k++)
+      if (strcmp(keys[k].path, path) == 0)
+        break;
+    if (k < AGT_CFG_NKEYS)
+      r = load_scalar(l, (enum agt_cfg_key)k, vn, err);
+    else if (strcmp(path, KEY_MOUNTS) == 0 || strcmp(path, KEY_ENV) == 0)
+      r = load_list(l, path, vn, err);
+    else if (is_section(path))
+      r = load_map(l, path, vn, err);
+    else
+      r = agt_yaml_error(l->y, kn, err, "unknown key '%s' (see docs/CONFIG.md)", path);
+    if (r < 0)
+      return -1;
+  }
+  return 0;
+}
+
+static char *dir_of(const char *file)
+{
+  const char *slash = strrchr(file, '/');
+
+  if (slash == NULL)
+    return xstrdup(".");
+  if (slash == file)
+    return xstrdup("/");
+  return xstrndup(file, (size_t)(slash - file));
+}
+
+int agt_config_load_file(struct agt_config *c, const char *file, const char *base, agt_error_t *err)
+{
+  agt_yaml_t y;
+  struct loader l;
+  cleanup_free char *dir = NULL;
+  yaml_node_t *root;
+  int r;
+
+  if (agt_yaml_load_file(&y, file, err) < 0) {
+    agt_yaml_release(&y);
+    return -1;
+  }
+  c->files = xrealloc(c->files, (c->nfiles + 1) * sizeof *c->files);
+  c->files[c->nfiles++] = xstrdup(file);
+  if (base == NULL)
+    base = dir = dir_of(file);
+  l.c = c;
+  l.y = &y;
+  l.file = c->files[c->nfiles - 1];
+  l.base = base;
+  root = agt_yaml_root(&y);
+  if (root == NULL) /* an empty file */
+    r = 0;
+  else
+    r = load_map(&l, NULL, root, err);
+  agt_yaml_release(&y);
+  return r;
+}
+
+static int file_exists(const char *path)
+{
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* The directory holding .agt/config.yaml, searched from cwd up to the repository's root. */
+static char *find_repo_overlay(const char *cwd)
+{
+  cleanup_free char *dir = xstrdup(cwd);
+
+  for (;;) {
+    cleanup_free char *cand = xasprintf("%s/.agt/config.yaml", strcmp(dir, "/") ? dir : "");
+    cleanup_free char *git = xasprintf("%s/.git", strcmp(dir, "/") ? dir : "");
+    char *slash;
+
+    if (file_exists(cand))
+      return steal_pointer(&dir);
+    if (file_exists(git) || strcmp(dir, "/") == 0)
+      return NULL;
+    slash = strrchr(dir, '/');
+    if (slash == dir)
+      slash[1] = '\0';
+    else
+      *slash = '\0';
+  }
+}
+
+int agt_config_load(struct agt_config *c, const struct agt_config_paths *paths, agt_error_t *err)
+{
+  cleanup_free char *user = NULL, *cwdbuf = NULL, *root = NULL;
+  const char *env;
+  int explicit = 0;
+
+  if (paths && paths->user_file) {
+    user = agt_expand_path(paths->user_file, NULL);
+    explicit = 1;
+  } else if ((env = getenv("AGT_CONFIG")) && *env) {
+    user = agt_expand_path(env, NULL);
+    explicit = 1;
+  } else if ((env = getenv("XDG_CONFIG_HOME")) && *env) {
+    user = xasprintf("%s/agt/config.yaml", env);
+  } else {
+    user = agt_expand_path("~/.config/agt/config.yaml", NULL);
+  }
+  if (explicit || file_exists(user))
+    if (agt_config_load_file(c, user, NULL, err) < 0)
+      return -1;
+
+  if (!(paths && paths->no_repo)) {
+    const char *cwd = paths ? paths->cwd : NULL;
+    if (cwd == NULL) {
+      char buf[4096];
+      if (getcwd(buf, sizeof buf))
+        cwd = cwdbuf = xstrdup(buf);
+    }
+    if (cwd && (root = find_repo_overlay(cwd))) {
+      cleanup_free char *f = xasprintf("%s/.agt/config.yaml", strcmp(root, "/") ? root : "");
+      if (strcmp(f, user) != 0 && agt_config_load_file(c, f, root, err) < 0)
+        return -1;
+    }
+  }
+
+  if ((env = getenv("AGT_TARGET")) && *env &&
+      agt_config_set(c, AGT_CFG_TARGET, env, AGT_CFG_ENV, "AGT_TARGET", err) < 0)
+    return -1;
+  if ((env = getenv("AGT_INSTANCE")) && *env &&
+      agt_config_set(c, AGT_CFG_VM_NAME, env, AGT_CFG_ENV, "AGT_INSTANCE", err) < 0)
+    return -1;
+  return 0;
+}
+
+/* Showing the result. */
+
+char *agt_cfg_origin_str(const struct agt_cfg_origin *o)
+{
+  switch (o->src) {
+  case AGT_CFG_FILE:
+    return xasprintf("%s:%u:%u", o->file, o->line, o->col);
+  case AGT_CFG_ENV:
+    return xasprintf("env %s", o->what);
+  case AGT_CFG_FLAG:
+    return xasprintf("flag %s", o->what);
+  case AGT_CFG_DEFAULT:
+    return o->what ? xasprintf("default: %s", o->what) : xstrdup("default");
+  }
+  return xstrdup("?");
+}
+
+/* A scalar as YAML: plain when that reads back as the same string, else double-quoted. */
+static void put_scalar(FILE *f, const char *s)
+{
+  int plain = *s != '\0' && strchr("-?:,[]{}#&*!|>'\"%@` ~", s[0]) == NULL &&
+              strstr(s, ": ") == NULL && strstr(s, " #") == NULL && s[strlen(s) - 1] != ' ' &&
+              s[strlen(s) - 1] != ':' && strcmp(s, "true") && strcmp(s, "false") &&
+              strcmp(s, "null") && strcmp(s, "yes") && strcmp(s, "no");
+  if (plain) {
+    fputs(s, f);
+    return;
+  }
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\')
+      fputc('\\', f);
+    fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+static void put_line(FILE *f, int indent, const char *key, const char *value,
+                     const struct agt_cfg_origin *o)
+{
+  char *line = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&line, &len);
+  cleanup_free char *where = o ? agt_cfg_origin_str(o) : NULL;
+
+  if (m == NULL)
+    return;
+  fprintf(m, "%*s%s", indent, "", key);
+  if (value) {
+    fputc(' ', m);
+    put_scalar(m, value);
+  }
+  fclose(m);
+  if (where)
+    fprintf(f, "%-44s # %s\n", line, where);
+  else if (value == NULL)
+    fprintf(f, "%-44s # unset\n", line);
+  else
+    fprintf(f, "%s\n", line);
+  free(line);
+}
+
+static void show_lists_after(const struct agt_config *c, enum agt_cfg_key k, FILE *f)
+{
+  if (k == AGT_CFG_VM_AGT_SOURCE) {
+    fprintf(f, "  mounts:%s\n", c->nmounts ? "" : " []");
+    for (size_t i = 0; i < c->nmounts; i++) {
+      const struct agt_cfg_mount *m = &c->mounts[i];
+      put_line(f, 4, "- location:", m->location, &m->origin);
+      if (m->mount_point)
+        put_line(f, 6, "mount_point:", m->mount_point, NULL);
+      put_line(f, 6, "writable:", m->writable ? "true" : "false", NULL);
+    }
+  } else if (k == AGT_CFG_JAIL_ROOTFS) {
+    fprintf(f, "  env:%s\n", c->nenv ? "" : " []");
+    for (size_t i = 0; i < c->nenv; i++)
+      put_line(f, 4, "-", c->env[i].text, &c->env[i].origin);
+  }
+}
+
+void agt_config_show(const struct agt_config *c, FILE *f)
+{
+  char section[32] = "";
+
+  fprintf(f, "# agt's configuration, merged; each value says where it came from.\n");
+  if (c->nfiles == 0)
+    fprintf(f, "# files: none (defaults only)\n");
+  for (size_t i = 0; i < c->nfiles; i++)
+    fprintf(f, "# file: %s\n", c->files[i]);
+  for (int k = 0; k < AGT_CFG_NKEYS; k++) {
+    const char *path = keys[k].path, *last = strrchr(path, '.');
+    const struct agt_cfg_value *v = &c->v[k];
+    cleanup_free char *key = xasprintf("%s:", last ? last + 1 : path);
+    char sec[32];
+    int indent = 0;
+
+    /* "vm:", "jail:" and "jail.limits:" open once, before their first key */
+    snprintf(sec, sizeof sec, "%.*s", last ? (int)(last - path) : 0, path);
+    if (strcmp(sec, section) != 0) {
+      const char *dot = strchr(sec, '.');
+      if (dot == NULL || strncmp(sec, section, (size_t)(dot - sec)) != 0)
+        fprintf(f, "%.*s:\n", dot ? (int)(dot - sec) : (int)strlen(sec), sec);
+      if (dot)
+        fprintf(f, "  %s:\n", dot + 1);
+      snprintf(section, sizeof section, "%s", sec);
+    }
+    for (const char *p = path; (p = strchr(p, '.')); p++)
+      indent += 2;
+    put_line(f, indent, key, v->text, v->text ? &v->origin : NULL);
+    show_lists_after(c, (enum agt_cfg_key)k, f);
+  }
+}
+
+void agt_config_show_json(const struct agt_config *c, FILE *f)
+{
+  json_t *o = json_object(), *mounts = json_array(), *env = json_array(), *files = json_array();
+  char *s;
+
+  for (int k = 0; k < AGT_CFG_NKEYS; k++) {
+    cleanup_free char *where = NULL;
+    if (c->v[k].text == NULL) {
+      json_object_set_new(o, keys[k].path, json_null());
+      continue;
+    }
+    where = agt_cfg_origin_str(&c->v[k].origin);
+    json_object_set_new(o, keys[k].path,
+                        json_pack("{s:s, s:s}", "value", c->v[k].text, "from", where));
+  }
+  for (size_t i = 0; i < c->nmounts; i++) {
+    cleanup_free char *where = agt_cfg_origin_str(&c->mounts[i].origin);
+    json_t *m = json_pack("{s:s, s:b, s:s}", "location", c->mounts[i].location, "writable",
+                          c->mounts[i].writable, "from", where);
+    if (c->mounts[i].mount_point)
+      json_object_set_new(m, "mount_point", json_string(c->mounts[i].mount_point));
+    json_array_append_new(mounts, m);
+  }
+  for (size_t i = 0; i < c->nenv; i++) {
+    cleanup_free char *where = agt_cfg_origin_str(&c->env[i].origin);
+    json_array_append_new(env, json_pack("{s:s, s:s}", "value", c->env[i].text, "from", where));
+  }
+  for (size_t i = 0; i < c->nfiles; i++)
+    json_array_append_new(files, json_string(c->files[i]));
+  json_object_set_new(o, KEY_MOUNTS, mounts);
+  json_object_set_new(o, KEY_ENV, env);
+  json_object_set_new(o, "files", files);
+  s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
+  if (s)
+    fprintf(f, "%s\n", s);
+  free(s);
+  json_decref(o);
+}

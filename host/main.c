@@ -1,0 +1,317 @@
+/* agt: the host CLI.  main() parses the global options, loads the config, resolves the
+ * target as the command's flags ask, runs the command from the table, and prints its error
+ * once. */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agt.h"
+#include "agt_version.h"
+#include "cleanup.h"
+#include "util.h"
+#include "xalloc.h"
+
+static const struct agt_cmd commands[] = {
+    {"up", cmd_up, AGT_NEED_TARGET,
+     "create the VM if missing, start it, and wait until agtd answers"},
+    {"stop", cmd_stop, AGT_NEED_TARGET | AGT_NEED_LIMA, "stop the VM"},
+    {"delete", cmd_delete, AGT_NEED_TARGET | AGT_NEED_LIMA, "delete the VM and its disk"},
+    {"reset", cmd_reset, AGT_NEED_TARGET | AGT_NEED_LIMA,
+     "factory-reset the VM: a new disk, the same settings"},
+    {"clone", cmd_clone, AGT_NEED_TARGET | AGT_NEED_LIMA,
+     "copy the VM into a new one (gold image)"},
+    {"shell", cmd_shell, AGT_NEED_TARGET, "a shell, or one command, in the VM"},
+    {"status", cmd_status, AGT_NEED_TARGET, "the VM's state, agtd's version, jails and rootfs"},
+    {"template", cmd_template, 0, "print the Lima template rendered from the config"},
+    {"config", cmd_config, 0, "show the merged config and where each value came from"},
+    {"jail", cmd_jail, AGT_NEED_TARGET, "run, ls, inspect, logs, stop, rm: the agents' jails"},
+    {"rootfs", cmd_rootfs, AGT_NEED_TARGET, "build, ls, rm: the jails' root filesystems"},
+};
+
+enum {
+  OPT_VERSION = 256,
+};
+
+static const struct agt_opt global_opts[] = {
+    {'c', "config", "FILE", "the user config file (~/.config/agt/config.yaml; $AGT_CONFIG)"},
+    {'t', "target", "TARGET", "lima:NAME, ssh://USER@HOST[:PORT] or local ($AGT_TARGET)"},
+    {'i', "instance", "NAME", "the Lima VM's name (agt_agent_sandbox; $AGT_INSTANCE)"},
+    {'q', "quiet", NULL, "no progress lines on stderr"},
+    {OPT_VERSION, "version", NULL, "print agt's version"},
+    {0, NULL, NULL, NULL},
+};
+
+struct globals {
+  const char *config;
+  const char *target;
+  const char *instance;
+  int quiet;
+  int version;
+};
+
+static int global_opt(void *ctx, int key, const char *arg, agt_error_t *err)
+{
+  struct globals *g = ctx;
+
+  (void)err;
+  switch (key) {
+  case 'c':
+    g->config = arg;
+    break;
+  case 't':
+    g->target = arg;
+    break;
+  case 'i':
+    g->instance = arg;
+    break;
+  case 'q':
+    g->quiet = 1;
+    break;
+  case OPT_VERSION:
+    g->version = 1;
+    break;
+  default:
+    break;
+  }
+  return 0;
+}
+
+static void usage(FILE *f)
+{
+  agt_opts_usage(f, "agt [OPTIONS] COMMAND [ARGS...]",
+                 "Run AI coding agents in jails inside a Lima VM.  'agt COMMAND --help' "
+                 "describes each command.",
+                 global_opts);
+  fprintf(f, "\ncommands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+}
+
+/* Helpers for the commands. */
+
+int agt_cmd_opts(int argc, char **argv, const struct agt_cmd_help *h, agt_opt_fn fn, void *ctx,
+                 agt_error_t *err)
+{
+  static const struct agt_opt none[] = {{0, NULL, NULL, NULL}};
+  int i = agt_opts_parse(argc, argv, h->opts ? h->opts : none, fn, ctx, err);
+
+  if (i == -2)
+    agt_opts_usage(stdout, h->usage, h->summary, h->opts);
+  return i;
+}
+
+int agt_opt_json_only(void *ctx, int key, const char *arg, agt_error_t *err)
+{
+  (void)arg;
+  if (key != AGT_OPT_JSON)
+    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
+  *(int *)ctx = 1;
+  return 0;
+}
+
+void agt_note(struct agt_ctx *c, const char *fmt, ...)
+{
+  va_list ap;
+
+  if (c->quiet)
+    return;
+  va_start(ap, fmt);
+  fputs("agt: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+void agt_print_json(json_t *v)
+{
+  char *s = json_dumps(v, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+  if (s) {
+    puts(s);
+    free(s);
+  }
+}
+
+int agt_confirm(const char *question)
+{
+  char buf[16];
+
+  if (!isatty(STDIN_FILENO))
+    return 0;
+  fprintf(stderr, "%s [y/N] ", question);
+  fflush(stderr);
+  if (fgets(buf, sizeof buf, stdin) == NULL)
+    return 0;
+  return buf[0] == 'y' || buf[0] == 'Y';
+}
+
+int agt_need_lima(struct agt_ctx *c, const char *cmd, agt_error_t *err)
+{
+  if (c->target.kind == AGT_TARGET_LIMA)
+    return 0;
+  return agt_error_kind(err, AGT_E_INVALID,
+                        "'agt %s' drives a Lima VM, and the target is '%s' (use --target "
+                        "lima:NAME)",
+                        cmd, c->target.spec);
+}
+
+int agt_vm_state(struct agt_ctx *c, struct agt_lima_instance *in, int *found, agt_error_t *err)
+{
+  if (agt_lima_list(&c->lima, c->target.instance, in, found, err) < 0)
+    return agt_error_wrap(err, "vm '%s'", c->target.instance);
+  return 0;
+}
+
+static void progress(void *ctx, const char *level, const char *msg)
+{
+  struct agt_ctx *c = ctx;
+
+  if (strcmp(level, "info") == 0)
+    agt_note(c, "vm: %s", msg);
+  else if (strcmp(level, "fatal") != 0 && strcmp(level, "error") != 0) /* those end the error */
+    agt_note(c, "vm: %s: %s", level, msg);
+}
+
+/* Rank of a value's source: a flag beats a variable beats a file beats a default. */
+static int rank(enum agt_cfg_src s)
+{
+  switch (s) {
+  case AGT_CFG_FLAG:
+    return 3;
+  case AGT_CFG_ENV:
+    return 2;
+  case AGT_CFG_FILE:
+    return 1;
+  case AGT_CFG_DEFAULT:
+    return 0;
+  }
+  return 0;
+}
+
+/* Settle the target in the config: an explicit one, with `lima` meaning lima:<vm.name>
+ * and a vm.name given more directly than the target replacing its name; else the
+ * default.  Fails only when there is no target at all. */
+static int settle_target(struct agt_ctx *c, agt_error_t *err)
+{
+  struct agt_cfg_value *t = &c->cfg.v[AGT_CFG_TARGET];
+  const struct agt_cfg_value *name = &c->cfg.v[AGT_CFG_VM_NAME];
+  const char *why;
+  char *spec;
+
+  if (t->text == NULL) {
+    if (agt_target_default(&c->cfg, &spec, &why, err) < 0)
+      return -1;
+    t->text = spec;
+    t->origin.src = AGT_CFG_DEFAULT;
+    t->origin.what = why;
+    return 0;
+  }
+  if (strcmp(t->text, "lima") == 0 ||
+      (strncmp(t->text, "lima:", 5) == 0 && rank(name->origin.src) > rank(t->origin.src))) {
+    free(t->text);
+    t->text = xasprintf("lima:%s", name->text);
+  }
+  return 0;
+}
+
+static int run_command(struct agt_ctx *c, const struct agt_cmd *cmd, int argc, char **argv,
+                       agt_error_t *err)
+{
+  agt_error_t terr = NULL;
+  int have_target = settle_target(c, &terr) == 0;
+
+  if (cmd->flags & AGT_NEED_TARGET) {
+    cleanup_free char *cache = agt_cache_dir();
+    if (!have_target) {
+      *err = terr;
+      return -1;
+    }
+    if (agt_target_parse(agt_config_get(&c->cfg, AGT_CFG_TARGET), &c->target, err) < 0)
+      return agt_error_wrap(err, "target");
+    c->target.cfg = &c->cfg;
+    c->target.quiet = c->quiet;
+    if (agt_mkdir_p(cache, 0700, err) < 0)
+      return -1;
+    agt_lima_init(&c->lima, agt_config_get(&c->cfg, AGT_CFG_LIMA_LIMACTL),
+                  agt_config_get(&c->cfg, AGT_CFG_LIMA_HOME), cache);
+    c->lima.progress = progress;
+    c->lima.progress_ctx = c;
+    c->target.lima = &c->lima;
+    if ((cmd->flags & AGT_NEED_LIMA) && agt_need_lima(c, cmd->name, err) < 0)
+      return -1;
+  } else {
+    agt_error_release(&terr);
+  }
+  return cmd->fn(c, argc, argv, err);
+}
+
+int main(int argc, char **argv)
+{
+  struct agt_ctx c;
+  struct globals g = {0};
+  struct agt_config_paths paths = {0};
+  const struct agt_cmd *cmd = NULL;
+  agt_error_t err = NULL;
+  int i, r = -1, code;
+
+  signal(SIGPIPE, SIG_IGN);
+  memset(&c, 0, sizeof c);
+  c.target.rpc.fd = -1;
+  i = agt_opts_parse(argc, argv, global_opts, global_opt, &g, &err);
+  if (i == -2) {
+    usage(stdout);
+    return 0;
+  }
+  if (g.version) {
+    printf("agt %s\n", AGT_VERSION);
+    return 0;
+  }
+  if (i < 0) {
+    fprintf(stderr, "agt: %s\n", err->msg);
+    agt_error_release(&err);
+    return 2;
+  }
+  if (i >= argc) {
+    usage(stderr);
+    return 2;
+  }
+  for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
+    if (strcmp(commands[k].name, argv[i]) == 0)
+      cmd = &commands[k];
+  if (cmd == NULL) {
+    fprintf(stderr, "agt: unknown command '%s' (agt --help lists them)\n", argv[i]);
+    return 2;
+  }
+  c.quiet = g.quiet;
+  agt_host_detect(&c.host, c.host_os, sizeof c.host_os, c.host_arch, sizeof c.host_arch);
+  agt_config_init(&c.cfg);
+  paths.user_file = g.config;
+  if (agt_config_load(&c.cfg, &paths, &err) < 0)
+    goto out;
+  if (g.instance &&
+      agt_config_set(&c.cfg, AGT_CFG_VM_NAME, g.instance, AGT_CFG_FLAG, "--instance", &err) < 0)
+    goto out;
+  if (g.target &&
+      agt_config_set(&c.cfg, AGT_CFG_TARGET, g.target, AGT_CFG_FLAG, "--target", &err) < 0)
+    goto out;
+  r = run_command(&c, cmd, argc - i, argv + i, &err);
+out:
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    if (r == 0)
+      agt_error_make(&err, errno ? errno : EIO, "write to stdout");
+    r = -1;
+  }
+  agt_target_release(&c.target);
+  agt_lima_release(&c.lima);
+  agt_config_release(&c.cfg);
+  if (r < 0) {
+    fprintf(stderr, "agt: %s\n", err ? err->msg : "failed");
+    code = err && err->kind == AGT_E_INVALID ? 2 : 1;
+    agt_error_release(&err);
+    return code;
+  }
+  return c.exit_code;
+}

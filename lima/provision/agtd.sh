@@ -1,0 +1,94 @@
+#!/bin/bash
+# agt: provisioning of the agent VM (Lima `mode: system`: root, at every boot, so every
+# step is idempotent and cheap when there is nothing to do).
+#   1. the packages agtd needs to build and run, and those the default jail rootfs copies
+#      from the guest (rootfs/default.yaml): toybox, busybox, bash, ripgrep, git, CA
+#      certificates, and opencode from npm;
+#   2. agtd, built from the agt source tree that agt mounts read-only at $PARAM_AgtSourceDir;
+#   3. agtd as a systemd service listening on $PARAM_AgtdSocket, whose group is the Lima
+#      user's group, so that user (the one agt logs in as over SSH) may use it.
+set -eux -o pipefail
+
+user="{{.User}}"
+src="${PARAM_AgtSourceDir}"
+sock="${PARAM_AgtdSocket}"
+roots="${PARAM_AgtWorkspaceRoots}"
+build=/var/cache/agt/build
+npm_prefix=/var/cache/agt/npm
+opencode_version=1.18.34
+export DEBIAN_FRONTEND=noninteractive
+
+packages=(
+  build-essential meson ninja-build pkg-config
+  libuv1-dev libyaml-dev libjansson-dev libssh-dev libseccomp-dev libssl-dev
+  libcurl4-openssl-dev
+  toybox busybox-static bash-static ripgrep git ca-certificates nodejs npm
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  apt-get update
+  apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+case "$(uname -m)" in
+  x86_64) oc_arch=x64 ;;
+  aarch64) oc_arch=arm64 ;;
+  *) echo "agt: no opencode build for $(uname -m)" >&2; exit 1 ;;
+esac
+oc_pkg="$npm_prefix/node_modules/opencode-linux-$oc_arch"
+if ! grep -q "\"version\": *\"$opencode_version\"" "$oc_pkg/package.json" 2>/dev/null; then
+  npm install --prefix "$npm_prefix" --no-save --no-audit --no-fund "opencode-linux-$oc_arch@$opencode_version"
+fi
+
+if [ ! -f "$src/meson.build" ] || [ ! -d "$src/guest" ]; then
+  echo "agt: no agt source tree at $src: agt mounts it there (vm.agt_source in its config)" >&2
+  exit 1
+fi
+if [ ! -f "$build/build.ninja" ]; then
+  meson setup "$build" "$src" --buildtype=release -Dtests=false
+fi
+ninja -C "$build" guest/agtd
+changed=0
+if ! cmp -s "$build/guest/agtd" /usr/local/sbin/agtd; then
+  install -m 0755 "$build/guest/agtd" /usr/local/sbin/agtd.new
+  mv -f /usr/local/sbin/agtd.new /usr/local/sbin/agtd
+  changed=1
+fi
+
+group="$(id -gn "$user")"
+args="serve --socket \"$sock\" --state-dir /var/lib/agt --group \"$group\""
+IFS=: read -r -a dirs <<<"$roots"
+for d in "${dirs[@]}"; do
+  [ -n "$d" ] && args="$args --workspace-root \"$d\""
+done
+unit=/etc/systemd/system/agtd.service
+cat >"$unit.new" <<UNIT
+[Unit]
+Description=agtd, agt's jail daemon
+After=local-fs.target network-online.target
+
+[Service]
+ExecStart=/usr/local/sbin/agtd $args
+Environment=AGT_OPENCODE_BIN=$oc_pkg/bin/opencode
+Restart=on-failure
+Delegate=yes
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+if ! cmp -s "$unit.new" "$unit"; then
+  mv -f "$unit.new" "$unit"
+  systemctl daemon-reload
+  changed=1
+else
+  rm -f "$unit.new"
+fi
+systemctl enable agtd.service
+if [ "$changed" = 1 ]; then
+  systemctl restart agtd.service
+else
+  systemctl start agtd.service
+fi

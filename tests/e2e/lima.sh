@@ -1,0 +1,393 @@
+#!/usr/bin/env bash
+# agt end to end, with no Lima: agt -> tests/fakes/limactl (Lima's documented contract) ->
+# a real OpenSSH sshd on 127.0.0.1 -> a real agtd, whose jails really run.
+#
+#   agt up -> agt jail run -> agt jail ls -> agt stop -> agt clone gold -> agt reset ->
+#   agt delete, each checked; on the way: idempotence, limactl's refusals and messages,
+#   the workspace through the VM's mount, a dropped connection, the ssh:// target with
+#   known_hosts, the Lima host key pin, the local target.
+#
+# Needs root and Linux (the stand-in's VM is a pid+mount namespace running sshd and agtd).
+# A missing prerequisite is a failure ("Bail out!"), never a skip.
+set -u
+
+: "${AGT:?AGT must name the agt binary (meson sets it)}"
+: "${AGTD:?AGTD must name the agtd binary (meson sets it)}"
+: "${PROBE:?PROBE must name the static probe binary (meson sets it)}"
+SRCDIR=${SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+FAKES=$SRCDIR/tests/fakes
+
+N=0
+FAILED=0
+ok() { N=$((N + 1)); echo "ok $N - $*"; }
+not_ok() { N=$((N + 1)); FAILED=$((FAILED + 1)); echo "not ok $N - $*"; }
+bail() { echo "Bail out! $*"; exit 1; }
+check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
+is() {
+  if [ "$2" = "$3" ]; then ok "$1"; else
+    not_ok "$1"; echo "#   got:  '$2'"; echo "#   want: '$3'"
+  fi
+}
+like() {
+  if printf '%s\n' "$2" | grep -Eq -- "$3"; then ok "$1"; else
+    not_ok "$1"; printf '%s\n' "$2" | head -20 | sed 's/^/#   got: /'; echo "#   want match: $3"
+  fi
+}
+unlike() {
+  if printf '%s\n' "$2" | grep -Eq -- "$3"; then
+    not_ok "$1"; printf '%s\n' "$2" | head -20 | sed 's/^/#   got: /'; echo "#   want no match: $3"
+  else ok "$1"; fi
+}
+
+[ "$(id -u)" = 0 ] || bail "the e2e test needs root (the stand-in's VM runs agtd, which needs root)"
+[ "$(uname -s)" = Linux ] || bail "the e2e test needs Linux"
+for p in python3 ssh ssh-keygen ssh-keyscan unshare mount; do
+  command -v "$p" >/dev/null || bail "missing $p"
+done
+[ -x /usr/sbin/sshd ] || command -v sshd >/dev/null || bail "missing sshd (openssh-server)"
+[ -x "$AGT" ] || bail "no agt at $AGT"
+[ -x "$AGTD" ] || bail "no agtd at $AGTD"
+[ -x "$PROBE" ] || bail "no probe at $PROBE"
+[ -f "$SRCDIR/tests/guest/test-rootfs.yaml" ] || bail "no tests/guest/test-rootfs.yaml"
+[ -x "$FAKES/limactl" ] || bail "no tests/fakes/limactl"
+
+T=$(mktemp -d /tmp/agt-e2e.XXXXXX)
+chmod 755 "$T"
+WORK=$T/work
+mkdir -p "$WORK/proj" "$T/xdg"
+chmod 777 "$WORK/proj" # the jail's agent runs as an unprivileged user
+LOCAL_PID=
+
+cleanup() {
+  local rc=$? d
+  if [ -d "$T/lima" ]; then
+    for d in "$T"/lima/*/; do
+      [ -f "$d/lima.yaml" ] || continue
+      AGT_FAKE_LIMACTL_ALLOW_ROOT=1 "$FAKES/limactl" delete --force "$(basename "$d")" >/dev/null 2>&1
+    done
+  fi
+  if [ -n "$LOCAL_PID" ]; then
+    kill -TERM "$LOCAL_PID" 2>/dev/null
+    wait "$LOCAL_PID" 2>/dev/null
+  fi
+  for d in /sys/fs/cgroup/*/"agt-e2e-$$" /sys/fs/cgroup/"agt-e2e-$$"; do
+    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
+  if [ "$FAILED" -gt 0 ] || [ "$rc" -ne 0 ]; then
+    for f in "$T"/lima/*/vm/*.log "$T"/lima/*/ha.stderr.log; do
+      [ -f "$f" ] || continue
+      echo "# --- $f (last 15 lines)"
+      tail -15 "$f" | sed 's/^/#   /'
+    done
+  fi
+  if ! grep -q " $T/" /proc/self/mountinfo; then
+    rm -rf --one-file-system "$T"
+  fi
+  echo "1..$N"
+  [ "$FAILED" -eq 0 ] && [ "$rc" -eq 0 ]
+  exit $?
+}
+trap cleanup EXIT
+
+export LIMA_HOME=$T/lima
+export XDG_CACHE_HOME=$T/cache
+export XDG_CONFIG_HOME=$T/xdg
+export AGT_CONFIG=$T/config.yaml
+export AGT_FAKE_AGTD=$AGTD
+export PATH=$FAKES:$PATH
+unset AGT_TARGET AGT_INSTANCE AGT_FAKE_LIMACTL_ALLOW_ROOT
+cat >"$AGT_CONFIG" <<EOF
+# e2e: the project directory the VM mounts, and the files the ssh:// target uses
+vm:
+  mounts:
+    - location: $WORK
+      writable: true
+ssh:
+  known_hosts: $T/known_hosts
+  identity: $LIMA_HOME/_config/user
+EOF
+: >"$T/known_hosts"
+cd "$WORK" || bail "cd $WORK"
+
+agt() { "$AGT" "$@"; }
+# run CMD...: sets OUT (stdout), ERR (stderr) and RC
+run() {
+  OUT=$("$@" 2>"$T/stderr")
+  RC=$?
+  ERR=$(cat "$T/stderr")
+}
+lima_field() { # lima_field NAME FIELD: from `limactl list --json NAME`
+  AGT_FAKE_LIMACTL_ALLOW_ROOT=1 limactl list --json "$1" 2>/dev/null |
+    python3 -c 'import json,sys
+for line in sys.stdin:
+    o = json.loads(line)
+    print(o.get(sys.argv[1], ""))' "$2"
+}
+VM=agt_agent_sandbox
+VMDIR=$LIMA_HOME/$VM
+
+# --- limactl refuses root; agt quotes limactl's own words
+run agt up
+check "agt up fails when limactl refuses to run" test "$RC" -ne 0
+like "the error quotes limactl's message" "$ERR" "limactl list exited with status 1: limactl: must not run as the root user"
+export AGT_FAKE_LIMACTL_ALLOW_ROOT=1 # CI runs as root; the stand-in allows it when told
+
+# --- config and template
+run agt config show
+like "config show: the target defaults to the Lima VM, since limactl is on PATH" "$OUT" "^target: lima:$VM +# default: limactl found"
+like "config show: the mount, with the file and line it came from" "$OUT" "- location: $WORK +# $AGT_CONFIG:4:7"
+run agt template
+is "agt template succeeds" "$RC" 0
+like "the template is for qemu on Linux" "$OUT" "^vmType: qemu$"
+like "it mounts the project directory, writable" "$OUT" "location: \"$WORK\""
+like "it tells agtd the workspace root" "$OUT" "AgtWorkspaceRoots: \"$WORK\""
+like "containerd is off" "$OUT" "^  system: false"
+
+run agt status
+is "status before up: exit 0" "$RC" 0
+like "status before up: the VM does not exist" "$OUT" "$VM: does not exist"
+
+# --- agt up
+t0=$(date +%s)
+run agt up
+is "agt up creates and starts the VM" "$RC" 0
+like "agt up says agtd answers, and through what" "$OUT" "^vm '$VM' is up: agtd [0-9.]+ at lima:$VM \(root@127\.0\.0\.1:[0-9]+\)"
+like "agt up shows progress while Lima boots" "$ERR" "agt: vm: .*READY"
+like "agt up said it creates the VM from the template" "$ERR" "creating vm '$VM' from $SRCDIR/lima/agt.yaml"
+is "limactl lists the VM as Running" "$(lima_field $VM status)" Running
+check "the instance holds the rendered template" grep -q "AgtWorkspaceRoots: \"$WORK\"" "$VMDIR/lima.yaml"
+PORT1=$(lima_field $VM sshLocalPort)
+run agt up
+is "a second agt up succeeds" "$RC" 0
+unlike "and starts nothing" "$ERR" "starting vm"
+is "the VM keeps its SSH port" "$(lima_field $VM sshLocalPort)" "$PORT1"
+
+run agt status
+like "status: the VM's state" "$OUT" "^vm: +$VM: Running, qemu"
+like "status: agtd's version" "$OUT" "^agtd: +[0-9.]+ at lima:$VM"
+run agt status --json
+is "status --json is JSON with the VM and agtd" \
+  "$(printf '%s' "$OUT" | python3 -c 'import json,sys; o=json.load(sys.stdin); print(o["vm"]["status"], "agtd_version" in o["agtd"])')" "Running True"
+
+run agt shell -- sh -c 'echo in-the-vm; exit 7'
+is "agt shell runs a command in the VM and exits with its status" "$RC" 7
+is "and passes its output on" "$OUT" in-the-vm
+
+# --- a rootfs, then jails that really run
+sed "s|@PROBE@|$PROBE|" "$SRCDIR/tests/guest/test-rootfs.yaml" >"$WORK/test-rootfs.yaml"
+run agt rootfs build --no-download "$WORK/test-rootfs.yaml"
+is "agt rootfs build builds the test rootfs in the VM" "$RC" 0
+like "and prints its id and name" "$OUT" "^[0-9a-f]{64} test "
+run agt rootfs ls
+like "agt rootfs ls lists it" "$OUT" " test "
+
+run agt jail run --name j1 --rootfs test --workspace "$WORK/proj" -- /bin/sh -c 'echo hello-from-jail >/work/out; echo done-j1'
+is "agt jail run starts a jail" "$RC" 0
+like "and says when it started" "$OUT" "^j1 started in [0-9.]+ ms"
+for _ in $(seq 1 50); do
+  [ -f "$WORK/proj/out" ] && break
+  sleep 0.1
+done
+is "the jail wrote into the workspace the VM mounts" "$(cat "$WORK/proj/out" 2>/dev/null)" hello-from-jail
+for _ in $(seq 1 50); do
+  agt jail ls | grep -Eq '^j1 +shell +exited' && break
+  sleep 0.1
+done
+run agt jail logs j1
+like "agt jail logs shows its output" "$OUT" "^done-j1$"
+
+(cd "$WORK/proj" && "$AGT" jail run --name j2 --rootfs test -- /bin/sh -c 'ls /work; sleep 300') >"$T/j2.out" 2>&1
+like "without --workspace, a jail started in a mounted directory gets it" "$(sleep 0.5; agt jail logs j2)" "^out$"
+
+run agt jail ls
+is "agt jail ls succeeds" "$RC" 0
+like "it lists j1, exited 0" "$OUT" "^j1 +shell +exited +0 "
+like "it lists j2, running" "$OUT" "^j2 +shell +running "
+run agt jail ls --json
+is "agt jail ls --json is a JSON list of the jails" \
+  "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(" ".join(sorted(j["name"] for j in json.load(sys.stdin))))')" "j1 j2"
+run agt jail inspect j1
+like "agt jail inspect shows the command" "$OUT" '"argv": \['
+run agt jail inspect nosuch
+is "inspect of a missing jail fails" "$RC" 1
+like "with agtd's message" "$ERR" "no jail named 'nosuch'"
+run agt jail stop --grace 500 j2
+like "agt jail stop stops a running jail" "$OUT" "^j2: exited \(exit code"
+run agt jail rm j1
+like "agt jail rm removes a jail" "$OUT" "^j1 removed$"
+unlike "it is gone from the list" "$(agt jail ls)" "^j1 "
+
+# --- the Lima host key pin: a different key while the same host agent runs is refused
+PIN=$XDG_CACHE_HOME/agt/hostkeys/$VM
+check "agt pinned the VM's host key" grep -q "^$(lima_field $VM hostAgentPID) " "$PIN"
+cp "$PIN" "$T/pin.saved"
+sed -i 's/SHA256:.*/SHA256:not-the-real-key/' "$PIN"
+run agt jail ls
+is "a changed host key under the same host agent is refused" "$RC" 1
+like "and said so" "$ERR" "changed while the same Lima host agent"
+cp "$T/pin.saved" "$PIN"
+
+# --- the ssh:// target: known_hosts, never accepted silently
+TARGET=ssh://root@127.0.0.1:$PORT1
+run agt --target "$TARGET" jail ls
+is "ssh:// with the host key not in known_hosts fails" "$RC" 1
+like "and says how to add it" "$ERR" "not in $T/known_hosts, and agt never accepts one unchecked.*ssh-keyscan -p $PORT1 127.0.0.1"
+check "nothing was added to known_hosts" test ! -s "$T/known_hosts"
+ssh-keyscan -p "$PORT1" -t ed25519 127.0.0.1 >"$T/known_hosts" 2>/dev/null
+run agt --target "$TARGET" jail ls
+is "ssh:// with the key in known_hosts works" "$RC" 0
+like "and reaches the same agtd" "$OUT" "^j2 +shell +exited"
+ssh-keygen -q -t ed25519 -N "" -f "$T/otherkey" >/dev/null
+echo "[127.0.0.1]:$PORT1 $(cut -d' ' -f1,2 "$T/otherkey.pub")" >"$T/known_hosts"
+run agt --target "$TARGET" jail ls
+is "ssh:// with a different key in known_hosts fails" "$RC" 1
+like "and calls it a change" "$ERR" "host key of root@127.0.0.1:$PORT1 has CHANGED"
+
+# --- a dropped connection is reported clearly
+agt jail run --name j3 --rootfs test -- /bin/sh -c 'while :; do echo tick; sleep 0.2; done' >/dev/null
+"$AGT" jail logs -f j3 >"$T/follow.out" 2>"$T/follow.err" &
+FOLLOW=$!
+for _ in $(seq 1 50); do
+  grep -q tick "$T/follow.out" && break
+  sleep 0.1
+done
+like "agt jail logs -f follows a running jail" "$(cat "$T/follow.out")" "^tick$"
+# the VM's sshd: its listener, and the processes serving our connection
+kids() { cat "/proc/$1/task/$1/children" 2>/dev/null; }
+L=$(cat "$VMDIR/vm/sshd.pid")
+KIDS=$(kids "$L")
+GRANDKIDS=$(for k in $KIDS; do kids "$k"; done)
+# shellcheck disable=SC2086
+kill $L $KIDS $GRANDKIDS 2>/dev/null
+for _ in $(seq 1 100); do
+  kill -0 "$FOLLOW" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$FOLLOW" 2>/dev/null; then
+  kill "$FOLLOW"
+  not_ok "agt jail logs -f ends when the connection drops"
+else
+  ok "agt jail logs -f ends when the connection drops"
+fi
+wait "$FOLLOW"
+is "with status 1" "$?" 1
+like "saying the connection dropped, and that connecting again failed" "$(cat "$T/follow.err")" \
+  "the ssh connection to root@127\.0\.0\.1:$PORT1 dropped: .*connecting again failed"
+
+# --- the local target (agtd on this machine, no SSH)
+"$AGTD" serve --socket "$T/local.sock" --state-dir "$T/local-state" --cgroup "agt-e2e-$$" \
+  --workspace-root "$T" >"$T/local-agtd.log" 2>&1 &
+LOCAL_PID=$!
+for _ in $(seq 1 100); do
+  [ -S "$T/local.sock" ] && break
+  sleep 0.05
+done
+printf 'agtd:\n  socket: %s\n' "$T/local.sock" >"$T/local.yaml"
+run env AGT_CONFIG="$T/local.yaml" "$AGT" --target local up
+is "agt up with the local target checks that agtd answers" "$RC" 0
+like "and says so" "$OUT" "^agtd [0-9.]+ answers at local$"
+run env AGT_CONFIG="$T/local.yaml" "$AGT" --target local stop
+is "agt stop with the local target is refused" "$RC" 2
+like "since there is no VM" "$ERR" "drives a Lima VM, and the target is 'local'"
+run env AGT_CONFIG="$T/local.yaml" "$AGT" --target local status
+is "the local target reaches agtd through its socket" "$RC" 0
+like "and shows it" "$OUT" "^agtd: +[0-9.]+ at local"
+kill -TERM "$LOCAL_PID"
+wait "$LOCAL_PID" 2>/dev/null
+LOCAL_PID=
+
+# --- agt stop
+run agt stop
+is "agt stop stops the VM" "$RC" 0
+like "and says so" "$OUT" "^vm '$VM' stopped$"
+is "limactl lists it as Stopped" "$(lima_field $VM status)" Stopped
+check "no pid files are left" test -z "$(ls "$VMDIR"/*.pid 2>/dev/null)"
+run agt stop
+is "agt stop of a stopped VM succeeds" "$RC" 0
+like "and says it was stopped already" "$OUT" "stopped already"
+run limactl stop $VM
+is "(limactl itself refuses to stop a stopped VM)" "$RC" 1
+like "(with its own message)" "$ERR" 'expected status `Running`, got `Stopped`'
+run agt jail ls
+is "a jail command on a stopped VM fails" "$RC" 1
+like "saying how to start it" "$ERR" "vm '$VM' is Stopped: 'agt up' starts it"
+run agt status
+like "status of a stopped VM" "$OUT" "$VM: Stopped"
+
+# --- agt clone gold (the source is stopped: it stays stopped)
+run agt clone gold
+is "agt clone gold succeeds" "$RC" 0
+is "gold exists, stopped" "$(lima_field gold status)" Stopped
+is "the source is still stopped" "$(lima_field $VM status)" Stopped
+check "gold has the source's settings" cmp -s "$VMDIR/lima.yaml" "$LIMA_HOME/gold/lima.yaml"
+run agt clone gold
+is "cloning onto an existing VM fails" "$RC" 1
+like "saying it exists" "$ERR" "vm 'gold' exists already"
+run agt --instance gold up
+is "the clone starts" "$RC" 0
+GOLDPORT=$(lima_field gold sshLocalPort)
+check "with its own SSH port ($GOLDPORT, the source had $PORT1)" test "$GOLDPORT" != "$PORT1"
+like "and the source's disk: the rootfs built before" "$(agt --instance gold rootfs ls)" " test "
+run agt --instance gold stop
+is "gold stops" "$RC" 0
+
+# --- a clone of a running VM: stopped for the copy, started again
+agt up >/dev/null 2>&1
+run agt clone gold2
+is "agt clone of a running VM succeeds" "$RC" 0
+like "it stopped the source for the copy" "$ERR" "stopping vm '$VM' to clone it"
+like "and started it again" "$ERR" "starting vm '$VM' again"
+is "the source runs again" "$(lima_field $VM status)" Running
+is "gold2 exists, stopped" "$(lima_field gold2 status)" Stopped
+
+# --- agt reset: a fresh disk, the same settings
+run agt reset
+is "agt reset without a terminal or --force refuses" "$RC" 2
+like "saying why" "$ERR" "no terminal to ask on, use --force"
+is "and the VM still runs" "$(lima_field $VM status)" Running
+run agt reset --force
+is "agt reset --force resets the VM" "$RC" 0
+is "it is stopped after the reset" "$(lima_field $VM status)" Stopped
+check "its settings stay" test -f "$VMDIR/lima.yaml" -a -f "$VMDIR/lima-version"
+check "its disk is gone" test ! -e "$VMDIR/disk"
+run agt up
+is "agt up boots the reset VM" "$RC" 0
+unlike "on a fresh disk: no rootfs any more" "$(agt rootfs ls)" " test "
+unlike "and no jails" "$(agt jail ls)" "^j2 "
+
+# --- a Broken VM (its host agent died, its driver runs on): agt up recovers it
+kill -KILL "$(cat "$VMDIR/ha.pid")"
+for _ in $(seq 1 50); do
+  [ "$(lima_field $VM status)" = Broken ] && break
+  sleep 0.1
+done
+is "with its host agent killed, limactl lists the VM as Broken" "$(lima_field $VM status)" Broken
+run agt jail ls
+like "a jail command says how to recover" "$ERR" "is Broken \(.*host agent.*\): 'agt stop --force', then 'agt up'"
+run agt up
+is "agt up recovers a Broken VM" "$RC" 0
+like "by stopping it by force first" "$ERR" "is Broken .*stopping it by force first"
+is "it runs again" "$(lima_field $VM status)" Running
+
+# --- agt delete
+run agt delete
+is "agt delete without a terminal or --force refuses" "$RC" 2
+is "and the VM is still there" "$(lima_field $VM status)" Running
+run agt delete --force
+is "agt delete --force deletes the VM" "$RC" 0
+like "and says so" "$OUT" "^vm '$VM' deleted$"
+check "its directory is gone" test ! -e "$VMDIR"
+run limactl list --json $VM
+is "limactl no longer lists it" "$RC" 1
+run agt delete --force
+is "deleting it again succeeds" "$RC" 0
+like "saying it does not exist" "$OUT" "does not exist"
+agt --instance gold delete --force >/dev/null 2>&1
+agt --instance gold2 delete --force >/dev/null 2>&1
+is "no VM is left" "$(AGT_FAKE_LIMACTL_ALLOW_ROOT=1 limactl list -q 2>/dev/null)" ""
+left=0
+for f in /proc/[0-9]*/cmdline; do # expanded before any tr or grep below starts
+  tr '\0' ' ' <"$f" 2>/dev/null | grep -qF -- "$LIMA_HOME" && left=$((left + 1))
+done
+is "no process of the stand-in's VMs is left" "$left" 0
+is "no mount is left" "$(grep -c " $T/" /proc/self/mountinfo)" 0

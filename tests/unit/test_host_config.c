@@ -1,0 +1,344 @@
+/* agt's config: defaults, the user file, the repository overlay (scalars override, lists
+ * append), variables and flags, and errors that name file:line:column and the key. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cleanup.h"
+#include "config.h"
+#include "util.h"
+#include "xalloc.h"
+
+static char tmpdir[] = "/tmp/agt-test-config.XXXXXX";
+
+static void write_file(const char *path, const char *text)
+{
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static char *path_in(const char *rel)
+{
+  return xasprintf("%s/%s", tmpdir, rel);
+}
+
+static int setup(void **state)
+{
+  (void)state;
+  unsetenv("AGT_CONFIG");
+  unsetenv("AGT_TARGET");
+  unsetenv("AGT_INSTANCE");
+  unsetenv("LIMA_HOME");
+  setenv("HOME", "/home/tester", 1);
+  return 0;
+}
+
+static void test_defaults(void **state)
+{
+  struct agt_config c;
+  cleanup_free char *where = NULL;
+
+  (void)state;
+  agt_config_init(&c);
+  assert_string_equal(agt_config_get(&c, AGT_CFG_VM_NAME), "agt_agent_sandbox");
+  assert_string_equal(agt_config_get(&c, AGT_CFG_VM_TYPE), "auto");
+  assert_string_equal(agt_config_get(&c, AGT_CFG_LIMA_HOME), "/home/tester/.lima");
+  assert_string_equal(agt_config_get(&c, AGT_CFG_AGTD_SOCKET), "/run/agt/agtd.sock");
+  assert_null(agt_config_get(&c, AGT_CFG_TARGET));
+  assert_null(agt_config_get(&c, AGT_CFG_VM_IMAGE));
+  where = agt_cfg_origin_str(&c.v[AGT_CFG_VM_NAME].origin);
+  assert_string_equal(where, "default");
+  agt_config_release(&c);
+}
+
+static void test_lima_home_from_env(void **state)
+{
+  struct agt_config c;
+  cleanup_free char *where = NULL;
+
+  (void)state;
+  setenv("LIMA_HOME", "/srv/lima", 1);
+  agt_config_init(&c);
+  unsetenv("LIMA_HOME");
+  assert_string_equal(agt_config_get(&c, AGT_CFG_LIMA_HOME), "/srv/lima");
+  where = agt_cfg_origin_str(&c.v[AGT_CFG_LIMA_HOME].origin);
+  assert_string_equal(where, "env LIMA_HOME");
+  agt_config_release(&c);
+}
+
+/* user file, then the overlay: scalars override, lists append, each value knows its line */
+static void test_overlay(void **state)
+{
+  cleanup_free char *user = path_in("user.yaml");
+  cleanup_free char *repo = path_in("repo");
+  cleanup_free char *sub = path_in("repo/src/deep");
+  cleanup_free char *dotagt = path_in("repo/.agt");
+  cleanup_free char *overlay = path_in("repo/.agt/config.yaml");
+  cleanup_free char *git = path_in("repo/.git");
+  cleanup_free char *where = NULL, *expect = NULL;
+  struct agt_config_paths p = {0};
+  struct agt_config c;
+  agt_error_t err = NULL;
+
+  (void)state;
+  write_file(user, "vm:\n"
+                   "  cpus: 2\n"
+                   "  memory: 8GiB\n"
+                   "  mounts:\n"
+                   "    - ~/src\n"
+                   "jail:\n"
+                   "  env: [A=1]\n"
+                   "  limits:\n"
+                   "    pids: 100\n");
+  assert_int_equal(agt_mkdir_p(git, 0755, NULL), 0);
+  assert_int_equal(agt_mkdir_p(dotagt, 0755, NULL), 0);
+  assert_int_equal(agt_mkdir_p(sub, 0755, NULL), 0);
+  write_file(overlay, "# the project's own settings\n"
+                      "vm:\n"
+                      "  cpus: 6\n"
+                      "  mounts:\n"
+                      "    - location: .\n"
+                      "      writable: true\n"
+                      "    - {location: /data, mount_point: /mnt/data}\n"
+                      "jail:\n"
+                      "  env:\n"
+                      "    - B=2\n");
+  p.user_file = user;
+  p.cwd = sub;
+  agt_config_init(&c);
+  assert_int_equal(agt_config_load(&c, &p, &err), 0);
+  assert_null(err);
+
+  /* scalars: the overlay wins, the user file's other values stay */
+  assert_string_equal(agt_config_get(&c, AGT_CFG_VM_CPUS), "6");
+  assert_string_equal(agt_config_get(&c, AGT_CFG_VM_MEMORY), "8GiB");
+  assert_string_equal(agt_config_get(&c, AGT_CFG_JAIL_PIDS), "100");
+  where = agt_cfg_origin_str(&c.v[AGT_CFG_VM_CPUS].origin);
+  expect = xasprintf("%s:3:9", overlay);
+  assert_string_equal(where, expect);
+  free(where);
+  free(expect);
+  where = agt_cfg_origin_str(&c.v[AGT_CFG_VM_MEMORY].origin);
+  expect = xasprintf("%s:3:11", user);
+  assert_string_equal(where, expect);
+
+  /* lists: the user's first, then the overlay's; paths resolved */
+  assert_int_equal(c.nmounts, 3);
+  assert_string_equal(c.mounts[0].location, "/home/tester/src");
+  assert_false(c.mounts[0].writable);
+  assert_string_equal(c.mounts[1].location, repo); /* "." in the overlay is the project root */
+  assert_true(c.mounts[1].writable);
+  assert_string_equal(c.mounts[2].location, "/data");
+  assert_string_equal(c.mounts[2].mount_point, "/mnt/data");
+  assert_int_equal(c.mounts[1].origin.line, 5);
+  assert_int_equal(c.nenv, 2);
+  assert_string_equal(c.env[0].text, "A=1");
+  assert_string_equal(c.env[1].text, "B=2");
+  assert_int_equal(c.nfiles, 2);
+  agt_config_release(&c);
+}
+
+/* The overlay search stops at the repository's root (.git). */
+static void test_overlay_stops_at_git(void **state)
+{
+  cleanup_free char *outer = path_in("outer/.agt");
+  cleanup_free char *outer_file = path_in("outer/.agt/config.yaml");
+  cleanup_free char *inner = path_in("outer/inner/.git");
+  cleanup_free char *cwd = path_in("outer/inner");
+  struct agt_config_paths p = {0};
+  struct agt_config c;
+  agt_error_t err = NULL;
+
+  (void)state;
+  assert_int_equal(agt_mkdir_p(outer, 0755, NULL), 0);
+  assert_int_equal(agt_mkdir_p(inner, 0755, NULL), 0);
+  write_file(outer_file, "vm:\n  cpus: 9\n");
+  p.user_file = NULL;
+  p.cwd = cwd;
+  setenv("XDG_CONFIG_HOME", tmpdir, 1); /* no agt/config.yaml there */
+  agt_config_init(&c);
+  assert_int_equal(agt_config_load(&c, &p, &err), 0);
+  assert_string_equal(agt_config_get(&c, AGT_CFG_VM_CPUS), "4");
+  assert_int_equal(c.nfiles, 0);
+  agt_config_release(&c);
+  unsetenv("XDG_CONFIG_HOME");
+}
+
+static void test_env_and_flags(void **state)
+{
+  cleanup_free char *user = path_in("env.yaml");
+  struct agt_config_paths p = {0};
+  struct agt_config c;
+  agt_error_t err = NULL;
+  cleanup_free char *where = NULL;
+
+  (void)state;
+  write_file(user, "target: ssh://me@box\nvm:\n  name: fromfile\n");
+  setenv("AGT_CONFIG", user, 1);
+  setenv("AGT_INSTANCE", "fromenv", 1);
+  p.no_repo = 1;
+  agt_config_init(&c);
+  assert_int_equal(agt_config_load(&c, &p, &err), 0);
+  assert_string_equal(agt_config_get(&c, AGT_CFG_VM_NAME), "fromenv");
+  assert_string_equal(agt_config_get(&c, AGT_CFG_TARGET), "ssh://me@box");
+  where = agt_cfg_origin_str(&c.v[AGT_CFG_VM_NAME].origin);
+  assert_string_equal(where, "env AGT_INSTANCE");
+  assert_int_equal(agt_config_set(&c, AGT_CFG_TARGET, "local", AGT_CFG_FLAG, "--target", &err), 0);
+  assert_string_equal(agt_config_get(&c, AGT_CFG_TARGET), "local");
+  assert_int_equal(
+      agt_config_set(&c, AGT_CFG_VM_NAME, "bad name", AGT_CFG_FLAG, "--instance", &err), -1);
+  assert_non_null(strstr(err->msg, "option --instance"));
+  agt_error_release(&err);
+  agt_config_release(&c);
+  unsetenv("AGT_CONFIG");
+  unsetenv("AGT_INSTANCE");
+}
+
+/* An explicit config file that does not exist is an error; the default one may be absent. */
+static void test_missing_explicit_file(void **state)
+{
+  struct agt_config_paths p = {0};
+  struct agt_config c;
+  agt_error_t err = NULL;
+
+  (void)state;
+  p.user_file = "/nonexistent/agt.yaml";
+  p.no_repo = 1;
+  agt_config_init(&c);
+  assert_int_equal(agt_config_load(&c, &p, &err), -1);
+  assert_non_null(strstr(err->msg, "/nonexistent/agt.yaml"));
+  agt_error_release(&err);
+  agt_config_release(&c);
+}
+
+struct bad {
+  const char *yaml;
+  const char *want; /* after "file:" */
+};
+
+static void test_errors(void **state)
+{
+  static const struct bad cases[] = {
+      {"vm:\n  cpu: 2\n", ":2:3: unknown key 'vm.cpu'"},
+      {"vms:\n  cpus: 2\n", ":1:1: unknown key 'vms'"},
+      {"vm:\n  cpus: two\n", ":2:9: vm.cpus 'two' is not a number"},
+      {"vm:\n  cpus: [1, 2]\n", ":2:9: 'vm.cpus' must be a single value, not a list"},
+      {"vm:\n  memory: 4X\n", ":2:11: vm.memory '4X': unknown unit"},
+      {"vm:\n  memory: 4096\n", ":2:11: 'vm.memory' 4096 is less than 1MiB"},
+      {"vm:\n  vm_type: kvm\n", ":2:12: 'vm.vm_type' must be one of auto|vz|qemu, not 'kvm'"},
+      {"vm:\n  name: -x\n", ":2:9: vm name '-x'"},
+      {"vm: 3\n", ":1:5: 'vm' must be a mapping"},
+      {"vm:\n  mounts: /x\n", ":2:11: 'vm.mounts' must be a list"},
+      {"vm:\n  mounts:\n    - {writable: true}\n", ":3:7: 'vm.mounts' entry needs a location"},
+      {"vm:\n  mounts:\n    - {location: /a, rw: true}\n", ":3:22: unknown key 'vm.mounts[].rw'"},
+      {"vm:\n  mounts:\n    - {location: /a, mount_point: rel}\n",
+       ":3:35: 'vm.mounts' mount_point 'rel' must be an absolute path"},
+      {"jail:\n  env: [NOEQUALS]\n", ":2:9: each of 'jail.env' is KEY=VALUE"},
+      {"jail:\n  limits:\n    pids: x\n", ":3:11: jail.limits.pids 'x' is not a number"},
+      {"target: vm1\n", ":1:9: 'target' must be lima[:NAME]"},
+      {"lima:\n  start_timeout: 5 min\n", ":2:18: lima.start_timeout '5 min'"},
+      {"vm:\n  cpus: 2\n  bad: [\n", ":4:1: did not find expected node content"},
+  };
+  cleanup_free char *file = path_in("bad.yaml");
+
+  (void)state;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct agt_config c;
+    agt_error_t err = NULL;
+    cleanup_free char *want = xasprintf("%s%s", file, cases[i].want);
+
+    write_file(file, cases[i].yaml);
+    agt_config_init(&c);
+    assert_int_equal(agt_config_load_file(&c, file, NULL, &err), -1);
+    assert_non_null(err);
+    if (strncmp(err->msg, want, strlen(want)) != 0)
+      fail_msg("case %zu: got '%s', want prefix '%s'", i, err->msg, want);
+    agt_error_release(&err);
+    agt_config_release(&c);
+  }
+}
+
+static void test_show(void **state)
+{
+  cleanup_free char *user = path_in("show.yaml");
+  cleanup_free char *out = NULL, *want = NULL;
+  size_t len = 0;
+  struct agt_config c;
+  agt_error_t err = NULL;
+  FILE *f;
+
+  (void)state;
+  write_file(user, "vm:\n  disk: 80GiB\n  mounts: [/w]\n");
+  agt_config_init(&c);
+  assert_int_equal(agt_config_load_file(&c, user, NULL, &err), 0);
+  f = open_memstream(&out, &len);
+  agt_config_show(&c, f);
+  fclose(f);
+  want = xasprintf("# %s:2:9", user);
+  assert_non_null(strstr(out, "  disk: 80GiB"));
+  assert_non_null(strstr(out, want));
+  assert_non_null(strstr(out, "  name: agt_agent_sandbox"));
+  assert_non_null(strstr(out, "# default"));
+  assert_non_null(strstr(out, "    - location: /w"));
+  assert_non_null(strstr(out, "  limits:\n    memory:"));
+  free(out);
+  out = NULL;
+  f = open_memstream(&out, &len);
+  agt_config_show_json(&c, f);
+  fclose(f);
+  assert_non_null(strstr(out, "\"vm.disk\": {"));
+  assert_non_null(strstr(out, "\"value\": \"80GiB\""));
+  agt_config_release(&c);
+}
+
+static void test_duration(void **state)
+{
+  uint64_t s = 0;
+  agt_error_t err = NULL;
+
+  (void)state;
+  assert_int_equal(agt_parse_duration("t", "90", &s, &err), 0);
+  assert_int_equal(s, 90);
+  assert_int_equal(agt_parse_duration("t", "10m", &s, &err), 0);
+  assert_int_equal(s, 600);
+  assert_int_equal(agt_parse_duration("t", "2h", &s, &err), 0);
+  assert_int_equal(s, 7200);
+  assert_int_equal(agt_parse_duration("t", "1d", &s, &err), -1);
+  agt_error_release(&err);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(test_defaults, setup),
+      cmocka_unit_test_setup(test_lima_home_from_env, setup),
+      cmocka_unit_test_setup(test_overlay, setup),
+      cmocka_unit_test_setup(test_overlay_stops_at_git, setup),
+      cmocka_unit_test_setup(test_env_and_flags, setup),
+      cmocka_unit_test_setup(test_missing_explicit_file, setup),
+      cmocka_unit_test_setup(test_errors, setup),
+      cmocka_unit_test_setup(test_show, setup),
+      cmocka_unit_test_setup(test_duration, setup),
+  };
+  int r;
+
+  if (mkdtemp(tmpdir) == NULL)
+    return 1;
+  r = cmocka_run_group_tests(tests, NULL, NULL);
+  {
+    cleanup_free char *rm = xasprintf("rm -rf '%s'", tmpdir);
+    if (system(rm) != 0)
+      r = r ? r : 1;
+  }
+  return r;
+}
