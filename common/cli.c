@@ -38,6 +38,9 @@ int agt_opts_parse(int argc, char **argv, const struct agt_opt *opts, agt_opt_fn
   lo[n].val = 'h';
   *p++ = 'h';
   optind = 1;
+#if defined(__APPLE__) || defined(__FreeBSD__) || defined(__OpenBSD__) || defined(__NetBSD__)
+  optreset = 1; /* BSD getopt keeps state that optind = 1 alone does not reset */
+#endif
   opterr = 0;
   while ((c = getopt_long(argc, argv, so, lo, NULL)) != -1) {
     if (c == 'h')

@@ -1,6 +1,7 @@
 #include "rpc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +16,8 @@ int agt_rpc_send_raw(agt_rpc_t *r, const void *data, size_t len, agt_error_t *er
   const char *p = data;
 
   while (len > 0) {
-    ssize_t n = send(r->fd, p, len, MSG_NOSIGNAL);
-    if (n < 0 && errno == ENOTSOCK)
-      n = write(r->fd, p, len);
+    /* Callers ignore SIGPIPE (agt and agtd do): a closed peer is EPIPE here. */
+    ssize_t n = write(r->fd, p, len);
     if (n < 0) {
       if (errno == EINTR)
         continue;
@@ -118,9 +118,10 @@ int agt_rpc_connect_unix(agt_rpc_t *r, const char *path, agt_error_t *err)
   if (strlen(path) >= sizeof sa.sun_path)
     return agt_error_kind(err, AGT_E_INVALID, "socket path '%s' is too long", path);
   strcpy(sa.sun_path, path);
-  fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  fd = socket(AF_UNIX, SOCK_STREAM, 0); /* SOCK_CLOEXEC is not POSIX (macOS lacks it) */
   if (fd < 0)
     return agt_error_make(err, errno, "socket");
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
   if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
     int e = errno;
     close(fd);

@@ -36,7 +36,7 @@ int agt_yaml_load_string(agt_yaml_t *y, const char *name, const char *buf, size_
 
 int agt_yaml_load_file(agt_yaml_t *y, const char *path, agt_error_t *err)
 {
-  cleanup_file FILE *f = fopen(path, "re");
+  cleanup_file FILE *f = fopen(path, "r");
   cleanup_free char *buf = NULL;
   size_t len = 0, cap = 0, n;
 
