@@ -239,3 +239,20 @@ int agt_param_bool(json_t *params, const char *key, int *out, agt_error_t *err)
   *out = json_is_true(v);
   return 0;
 }
+
+int agt_param_only(json_t *obj, const char *const *known, const char *prefix, agt_error_t *err)
+{
+  const char *k;
+  json_t *v;
+
+  json_object_foreach(obj, k, v)
+  {
+    const char *const *q;
+    for (q = known; *q; q++)
+      if (strcmp(k, *q) == 0)
+        break;
+    if (*q == NULL)
+      return agt_error_kind(err, AGT_E_INVALID, "unknown field '%s%.64s'", prefix, k);
+  }
+  return 0;
+}

@@ -55,5 +55,8 @@ int agt_param_str(json_t *params, const char *key, int required, const char **ou
                   agt_error_t *err);
 int agt_param_u64(json_t *params, const char *key, int required, uint64_t *out, agt_error_t *err);
 int agt_param_bool(json_t *params, const char *key, int *out, agt_error_t *err);
+/* Refuse any key of obj not in the NULL-terminated list known: "unknown field
+ * '<prefix><key>'", so a typo is never silently ignored. */
+int agt_param_only(json_t *obj, const char *const *known, const char *prefix, agt_error_t *err);
 
 #endif

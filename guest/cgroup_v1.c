@@ -124,5 +124,29 @@ int agt_cgroup_v1_stats(struct agt_cgroup_root *r, const char *jail, struct agt_
 
   /* Present when cpuacct is mounted together with cpu (cpu,cpuacct), as on most distros. */
   s->cpu_usec = agt_cgroup_read_u64(cpu, "cpuacct.usage") / 1000;
+  if (s->cpu_usec == 0) {
+    /* cpuacct on a hierarchy of its own (jails do not join it: one migration fewer on the
+     * start path): add up the CPU time of the jail's processes instead. */
+    cleanup_free char *procs = xasprintf("%s/cgroup.procs", mem);
+    cleanup_file FILE *f = fopen(procs, "re");
+    long tick = sysconf(_SC_CLK_TCK);
+    int pid;
+
+    while (f && tick > 0 && fscanf(f, "%d", &pid) == 1) {
+      char path[64], buf[1024], *p;
+      unsigned long long ut, st;
+      FILE *sf;
+      snprintf(path, sizeof path, "/proc/%d/stat", pid);
+      sf = fopen(path, "re");
+      if (sf == NULL)
+        continue;
+      p = fgets(buf, sizeof buf, sf) ? strrchr(buf, ')') : NULL;
+      fclose(sf);
+      /* after "pid (comm)": state and 10 more fields, then utime and stime */
+      if (p &&
+          sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
+        s->cpu_usec += (ut + st) * 1000000ull / (unsigned long long)tick;
+    }
+  }
   return 0;
 }

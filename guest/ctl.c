@@ -3,7 +3,10 @@
 #include "ctl.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,24 +104,28 @@ static void print_jails(json_t *jails)
   size_t i;
   json_t *j;
 
-  printf("%-24s %-10s %-9s %-6s %-12s %-10s %s\n", "NAME", "AGENT", "STATE", "EXIT", "ROOTFS",
-         "AGE", "MEMORY");
+  printf("%-24s %-10s %-9s %-6s %-12s %-10s %-9s %-9s %s\n", "NAME", "AGENT", "STATE", "EXIT",
+         "ROOTFS", "AGE", "CPU", "MEMORY", "ATTACHED");
   json_array_foreach(jails, i, j)
   {
-    char exitbuf[16] = "-", agebuf[32], mem[24] = "-";
+    char exitbuf[16] = "-", agebuf[32], mem[24] = "-", cpu[24] = "-";
     json_t *code = json_object_get(j, "exit_code");
     json_t *usage = json_object_get(j, "usage");
     if (code)
       snprintf(exitbuf, sizeof exitbuf, "%d", (int)json_integer_value(code));
-    if (usage)
+    if (usage) {
       snprintf(mem, sizeof mem, "%.1fM",
                (double)json_integer_value(json_object_get(usage, "memory")) / 1048576.0);
-    printf("%-24s %-10s %-9s %-6s %-12.12s %-10s %s\n",
+      snprintf(cpu, sizeof cpu, "%.2fs",
+               (double)json_integer_value(json_object_get(usage, "cpu_usec")) / 1e6);
+    }
+    printf("%-24s %-10s %-9s %-6s %-12.12s %-10s %-9s %-9s %d\n",
            json_string_value(json_object_get(j, "name")),
            json_string_value(json_object_get(j, "agent")),
            json_string_value(json_object_get(j, "state")), exitbuf,
            json_string_value(json_object_get(j, "rootfs")),
-           age(json_integer_value(json_object_get(j, "created")), agebuf, sizeof agebuf), mem);
+           age(json_integer_value(json_object_get(j, "created")), agebuf, sizeof agebuf), cpu, mem,
+           (int)json_integer_value(json_object_get(j, "attached")));
   }
 }
 
@@ -652,6 +659,102 @@ static int jail_attach(struct ctl *c, int argc, char **argv, agt_error_t *err)
   return attach_to(c, argv[i], &a, err);
 }
 
+/* jail port NAME GUESTPORT [LOCALPORT]: listen on this machine's 127.0.0.1:LOCALPORT and
+ * carry each connection to GUESTPORT on the jail's loopback, over a connection to agtd of its
+ * own (a child process per connection). */
+static void relay_one(struct ctl *c, const char *name, uint64_t port, int conn)
+{
+  agt_rpc_t rpc;
+  agt_error_t err = NULL;
+  json_t *res;
+
+  if (agt_rpc_connect_unix(&rpc, c->socket, &err) < 0 ||
+      agt_rpc_call(&rpc, "jail.port",
+                   json_pack("{s:s, s:I}", "name", name, "port", (json_int_t)port), &res,
+                   &err) < 0) {
+    fprintf(stderr, "agtd ctl: %s\n", err->msg);
+    _exit(1);
+  }
+  json_decref(res);
+  /* bytes that came right behind the reply are the jail's already */
+  if (rpc.dec.len && write(conn, rpc.dec.buf, rpc.dec.len) < 0)
+    _exit(1);
+  for (;;) {
+    struct pollfd pf[2] = {{.fd = conn, .events = POLLIN}, {.fd = rpc.fd, .events = POLLIN}};
+    char buf[65536];
+    if (poll(pf, 2, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      _exit(1);
+    }
+    for (int i = 0; i < 2; i++) {
+      ssize_t n;
+      if (!pf[i].revents)
+        continue;
+      n = read(pf[i].fd, buf, sizeof buf);
+      if (n <= 0)
+        _exit(0);
+      for (ssize_t o = 0; o < n;) {
+        ssize_t w = write(pf[1 - i].fd, buf + o, (size_t)(n - o));
+        if (w <= 0)
+          _exit(0);
+        o += w;
+      }
+    }
+  }
+}
+
+static int jail_port(struct ctl *c, int argc, char **argv, agt_error_t *err)
+{
+  uint64_t gport, lport = 0;
+  struct sockaddr_in sa;
+  socklen_t len = sizeof sa;
+  int fd, one = 1;
+
+  if (argc < 3 || agt_parse_u64("guest port", argv[2], &gport, err) < 0 || gport == 0 ||
+      gport > 65535)
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "usage: agtd ctl jail port NAME GUESTPORT [LOCALPORT]");
+  if (argc > 3 && (agt_parse_u64("local port", argv[3], &lport, err) < 0 || lport > 65535))
+    return agt_error_kind(err, AGT_E_INVALID, "local port '%s' is out of range", argv[3]);
+  /* Ask once up front, so a wrong name fails here rather than per connection. */
+  {
+    json_t *res;
+    if (call(c, "jail.inspect", json_pack("{s:s}", "name", argv[1]), &res, err) < 0)
+      return -1;
+    json_decref(res);
+  }
+  fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons((uint16_t)lport);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK); /* only this machine's loopback listens */
+  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+      bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 64) < 0 ||
+      getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
+    return agt_error_make(err, errno, "listen on 127.0.0.1:%llu", (unsigned long long)lport);
+  printf("forwarding 127.0.0.1:%u to port %llu in jail %s\n", ntohs(sa.sin_port),
+         (unsigned long long)gport, argv[1]);
+  fflush(stdout);
+  signal(SIGCHLD, SIG_IGN); /* children reap themselves */
+  for (;;) {
+    int conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+    pid_t pid;
+    if (conn < 0) {
+      if (errno == EINTR)
+        continue;
+      return agt_error_make(err, errno, "accept");
+    }
+    pid = fork();
+    if (pid == 0) {
+      close(fd);
+      relay_one(c, argv[1], gport, conn);
+      _exit(0);
+    }
+    close(conn);
+  }
+}
+
 static int cmd_jail(struct ctl *c, int argc, char **argv, agt_error_t *err)
 {
   const char *sub = argc > 1 ? argv[1] : "";
@@ -765,6 +868,27 @@ static int cmd_jail(struct ctl *c, int argc, char **argv, agt_error_t *err)
   }
   if (strcmp(sub, "net") == 0)
     return jail_net(c, argc, argv, err);
+  if (strcmp(sub, "port") == 0)
+    return jail_port(c, argc, argv, err);
+  if (strcmp(sub, "exec") == 0) {
+    json_t *res, *a = json_array();
+    int i = 2, code;
+    if (argc > 2 && strcmp(argv[2], "--") == 0)
+      i = 3;
+    if (argc < 2 || i >= argc) {
+      json_decref(a);
+      return agt_error_kind(err, AGT_E_INVALID, "usage: agtd ctl jail exec NAME [--] CMD [ARG...]");
+    }
+    for (; i < argc; i++)
+      json_array_append_new(a, json_string(argv[i]));
+    if (call(c, "jail.exec", json_pack("{s:s, s:o}", "name", argv[1], "argv", a), &res, err) < 0)
+      return -1;
+    json_decref(res);
+    if (stream_session(c, 0, (const unsigned char *)"", 1, &code, err) < 0)
+      return -1;
+    c->exit_code = code;
+    return 0;
+  }
   if (strcmp(sub, "attach") == 0) {
     int code = jail_attach(c, argc, argv, err);
     if (code > 0)
@@ -840,7 +964,8 @@ static const struct {
 } commands[] = {
     {"hello", cmd_hello, "check that agtd answers, and print its version"},
     {"status", cmd_status, "agtd's state: uptime, cgroup version, jails"},
-    {"jail", cmd_jail, "run|create|start|stop|kill|rm|ls|inspect|attach|logs [-f]|net [-f]|wait"},
+    {"jail", cmd_jail,
+     "run|create|start|stop|kill|rm|ls|inspect|attach|exec|logs [-f]|net [-f]|port|wait"},
     {"rootfs", cmd_rootfs, "build MANIFEST | ls | rm REF"},
 };
 

@@ -1,6 +1,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,16 @@ void agtd_log(const char *fmt, ...)
   vfprintf(stderr, fmt, ap);
   va_end(ap);
   fputc('\n', stderr);
+}
+
+void agtd_read_buffer(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+  static char slab[65536];
+
+  (void)h;
+  (void)suggested;
+  buf->base = slab;
+  buf->len = sizeof slab;
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -57,6 +68,10 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
 
   if (geteuid() != 0)
     return agt_error_kind(err, AGT_E_STATE, "agtd must run as root");
+  /* A peer that hangs up (a client, a jail's pipe or proxy connection) is an error return
+   * from write, never a signal that would take every jail down with agtd.  Jails get the
+   * default back before their agent's exec. */
+  signal(SIGPIPE, SIG_IGN);
   /* Not dumpable: no jail process can reach agtd's memory or fds through /proc or ptrace. */
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   /* Many jails hold several fds each (pidfd, three pipes, a log). */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "proto.h"
 #include "xalloc.h"
 
 #define HEADER_MAX 16384
@@ -102,7 +103,8 @@ void agt_net_policy_release(struct agt_net_policy *p)
 
 int agt_net_policy_from_json(json_t *obj, struct agt_net_policy *p, agt_error_t *err)
 {
-  const char *k, *mode = "allow";
+  static const char *const known[] = {"mode", "allow", "max_conns", "idle_ms", NULL};
+  const char *mode = "allow";
   json_t *v, *allow;
   size_t i;
 
@@ -114,11 +116,8 @@ int agt_net_policy_from_json(json_t *obj, struct agt_net_policy *p, agt_error_t 
     return 0;
   if (!json_is_object(obj))
     return agt_error_kind(err, AGT_E_INVALID, "'network' must be an object");
-  json_object_foreach(obj, k, v)
-  {
-    if (strcmp(k, "mode") && strcmp(k, "allow") && strcmp(k, "max_conns") && strcmp(k, "idle_ms"))
-      return agt_error_kind(err, AGT_E_INVALID, "unknown field 'network.%.64s'", k);
-  }
+  if (agt_param_only(obj, known, "network.", err) < 0)
+    return -1;
   v = json_object_get(obj, "mode");
   if (v && !json_is_string(v))
     return agt_error_kind(err, AGT_E_INVALID, "'network.mode' must be none, allow or open");

@@ -92,6 +92,7 @@ static agt_jail_t *jail_new(struct agtd_s *d, const char *name)
   j->log_fd = -1;
   j->console_fd = -1;
   j->tty_fd = -1;
+  j->attach_go_fd = -1;
   j->rows = 24;
   j->cols = 80;
   uv_timer_init(d->loop, &j->stop_timer);
@@ -200,8 +201,6 @@ static char **env_build(json_t *obj, int proxy, agt_error_t *err)
 static int limits_from_json(json_t *obj, struct agt_jail_limits *l, agt_error_t *err)
 {
   static const char *const known[] = {"memory", "pids", "cpu", "nofile", "tmp", "log", NULL};
-  const char *k;
-  json_t *v;
   uint64_t val;
 
   l->cg.memory_bytes = AGT_JAIL_DEFAULT_MEMORY;
@@ -214,15 +213,8 @@ static int limits_from_json(json_t *obj, struct agt_jail_limits *l, agt_error_t 
     return 0;
   if (!json_is_object(obj))
     return agt_error_kind(err, AGT_E_INVALID, "'limits' must be an object");
-  json_object_foreach(obj, k, v)
-  {
-    size_t i;
-    for (i = 0; known[i]; i++)
-      if (strcmp(k, known[i]) == 0)
-        break;
-    if (known[i] == NULL)
-      return agt_error_kind(err, AGT_E_INVALID, "unknown limit 'limits.%.64s'", k);
-  }
+  if (agt_param_only(obj, known, "limits.", err) < 0)
+    return -1;
   if (agt_param_u64(obj, "memory", 0, &l->cg.memory_bytes, err) < 0 ||
       agt_param_u64(obj, "pids", 0, &l->cg.pids, err) < 0 ||
       agt_param_u64(obj, "cpu", 0, &l->cg.cpu_millis, err) < 0 ||
@@ -273,8 +265,8 @@ static int workspace_allowed(struct agtd_s *d, const char *ws, agt_error_t *err)
   for (size_t i = 0; i < d->cfg.nworkspace_roots; i++) {
     const char *root = d->cfg.workspace_roots[i];
     size_t n = strlen(root);
-    if (strncmp(ws, root, n) == 0 && ws[n] == '/')
-      return 0;
+    if (strncmp(ws, root, n) == 0 && (ws[n] == '/' || ws[n] == '\0'))
+      return 0; /* under the root, or the root itself (a project mounted as such) */
   }
   return agt_error_kind(
       err, AGT_E_INVALID,
@@ -329,19 +321,10 @@ int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_erro
   const char *name = NULL, *agent = "shell", *rootfs = "default", *ws = NULL;
   json_t *info = NULL;
   agt_jail_t *j = NULL;
-  const char *k;
-  json_t *v;
   struct stat st;
 
-  json_object_foreach(params, k, v)
-  {
-    size_t i;
-    for (i = 0; known[i]; i++)
-      if (strcmp(k, known[i]) == 0)
-        break;
-    if (known[i] == NULL)
-      return agt_error_kind(err, AGT_E_INVALID, "unknown field '%.64s'", k);
-  }
+  if (agt_param_only(params, known, "", err) < 0)
+    return -1;
   if (agt_param_str(params, "name", 1, &name, err) < 0 ||
       agt_param_str(params, "agent", 0, &agent, err) < 0 ||
       agt_param_str(params, "rootfs", 0, &rootfs, err) < 0 ||
@@ -646,9 +629,17 @@ int agt_jail_remove(agt_jail_t *j, agt_error_t *err)
     }
   j->next = NULL;
   j->removing = 1;
-  if (!j->cgroup_pending && j->handles_open == 0)
-    agt_jail_free(j);
+  agt_jail_maybe_free(j);
   return 0;
+}
+
+void agt_jail_maybe_free(agt_jail_t *j)
+{
+  if (j->removing && !j->cgroup_pending && j->handles_open == 0 && !j->attach_pending &&
+      !j->freeing) {
+    j->freeing = 1;
+    agt_jail_free(j);
+  }
 }
 
 void agt_jail_free_now(agt_jail_t *j)

@@ -112,6 +112,13 @@ struct agt_jail_s {
   int rm_on_exit;                      /* rm --force of a running jail */
   int rm_if_no_start;                  /* jail.run: remove the jail if its agent never runs */
   int cgroup_pending;                  /* cgroup still to be removed */
+  /* A cgroup v1 migration running in the threadpool (see jail_spawn.c). */
+  uv_work_t attach_work;
+  int attach_pending;
+  pid_t attach_pid;
+  int attach_go_fd, attach_pidfd;
+  agt_error_t attach_err;
+  int freeing;
 };
 typedef struct agt_jail_s agt_jail_t;
 
@@ -130,6 +137,8 @@ json_t *agt_jail_to_json(agt_jail_t *j, int full);
  * its handles are closed.  The jail must not be running. */
 int agt_jail_remove(agt_jail_t *j, agt_error_t *err);
 void agt_jail_free(agt_jail_t *j);
+/* Free a removed jail once nothing refers to it any more (handles, cgroup, threadpool). */
+void agt_jail_maybe_free(agt_jail_t *j);
 /* Free at once; for shutdown, after the loop has closed every handle. */
 void agt_jail_free_now(agt_jail_t *j);
 

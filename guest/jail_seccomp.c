@@ -151,6 +151,16 @@ int agt_seccomp_compile(struct agt_seccomp_prog *p, agt_error_t *err)
         goto out;
     }
   }
+  {
+    /* The kernel broadcasts uevents into every network namespace of the initial user
+     * namespace, so a NETLINK_KOBJECT_UEVENT socket in a jail would follow the guest's
+     * devices (found by tests/security, E8).  Other netlink protocols stay: rtnetlink is
+     * how programs list their interfaces, and it only sees the jail's namespace. */
+    struct scmp_arg_cmp a[2] = {SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
+                                SCMP_A2(SCMP_CMP_EQ, 15 /* NETLINK_KOBJECT_UEVENT */)};
+    if (rule(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), "socket", 2, a, err) < 0)
+      goto out;
+  }
   fd = memfd_create("agt-seccomp", MFD_CLOEXEC);
   if (fd < 0) {
     agt_error_make(err, errno, "memfd_create");

@@ -43,6 +43,7 @@ struct agt_spawn_plan {
   uid_t uid;
   gid_t gid;
   unsigned short rows, cols; /* the terminal's first size */
+  int guest_netns;           /* network mode open: Landlock scopes abstract unix sockets */
   uint64_t nofile;
   int cap_last;
   const struct sock_fprog *seccomp;
@@ -52,7 +53,12 @@ struct agt_spawn_plan {
   int fds[AGT_CHILD_NFDS];
 };
 
+/* agtd's argv strings (argv[0] up to the end of the last one), blanked in each jail's init. */
+void agt_jail_set_title_area(char *start, size_t len);
+
 /* Runs in the child; never returns. */
 __attribute__((noreturn)) void agt_jail_child(const struct agt_spawn_plan *p);
+/* jail.exec's child: fds[4] is the pidfd of the jail's init, whose namespaces it joins. */
+__attribute__((noreturn)) void agt_jail_exec_child(const struct agt_spawn_plan *p);
 
 #endif

@@ -79,6 +79,45 @@ static pid_t clone_jail(int *pidfd, int new_netns, int cgroup_fd, int *attached)
   return (pid_t)syscall(SYS_clone3, &args, sizeof args);
 }
 
+/* Tell the child to go on to the agent; the fd is closed. */
+static void send_go(agt_jail_t *j, int fd)
+{
+  if (write(fd, "g", 1) != 1 && errno != EPIPE)
+    agtd_log("jail '%s': signal the jail to go: %s", j->name, strerror(errno));
+  /* EPIPE (agtd ignores SIGPIPE): the child is gone already, a setup step having failed
+   * before it read this; its status pipe says why, through the supervision. */
+  close(fd);
+}
+
+static void attach_work_cb(uv_work_t *w)
+{
+  agt_jail_t *j = w->data;
+
+  j->attach_err = NULL;
+  agt_cgroup_attach(&j->d->cgroup, j->name, j->attach_pid, &j->attach_err);
+}
+
+static void attach_done_cb(uv_work_t *w, int status)
+{
+  agt_jail_t *j = w->data;
+
+  (void)status;
+  j->attach_pending = 0;
+  if (j->attach_err) {
+    agtd_log("start jail '%s': %s", j->name, j->attach_err->msg);
+    if (j->exit_reason == NULL) /* a child that died first has said why already */
+      j->exit_reason = xasprintf("start jail '%s': %s", j->name, j->attach_err->msg);
+    agt_error_release(&j->attach_err);
+    if (j->pidfd >= 0)
+      syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
+    close(j->attach_go_fd);
+  } else {
+    send_go(j, j->attach_go_fd);
+  }
+  j->attach_go_fd = -1;
+  agt_jail_maybe_free(j);
+}
+
 /* The proxy listens inside the jail's network namespace; agtd serves it from outside. */
 static int start_egress(agt_jail_t *j, int netns, pid_t pid, agt_error_t *err)
 {
@@ -172,6 +211,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   /* Network: mode open shares the guest's namespace; the others get one of their own. */
   netns = j->net.mode == AGT_NET_OPEN ? -1 : agt_netns_pool_take(&j->d->netns);
   plan.fds[4] = netns;
+  plan.guest_netns = j->net.mode == AGT_NET_OPEN;
 
   j->start_request_ns = j->start_request_ns ? j->start_request_ns : agt_now_ns();
   cgroup_fd = agt_cgroup_open(&j->d->cgroup, j->name);
@@ -199,14 +239,23 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
 
   /* The proxy and the cgroup are in place before the child is told to go on to the agent.
    * On failure the child is killed, and supervised below so that it is reaped. */
-  if ((j->net.mode == AGT_NET_ALLOW && start_egress(j, netns, pid, err) < 0) ||
-      (!attached && agt_cgroup_attach(&j->d->cgroup, j->name, pid, err) < 0)) {
+  if (j->net.mode == AGT_NET_ALLOW && start_egress(j, netns, pid, err) < 0) {
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
     agt_error_wrap(err, "start jail '%s'", j->name);
-  } else if (write(fds[1], "g", 1) != 1) {
-    agt_error_make(err, errno, "signal the jail to go");
+    close(fds[1]);
+  } else if (!attached) {
+    /* A cgroup v1 migration waits for an RCU grace period (milliseconds, more under load):
+     * it happens in the threadpool, so the loop keeps serving, and concurrent starts share
+     * the wait.  The go byte follows from the loop once it is done. */
+    j->attach_pid = pid;
+    j->attach_go_fd = fds[1];
+    j->attach_pidfd = pidfd;
+    j->attach_work.data = j;
+    j->attach_pending = 1;
+    uv_queue_work(j->d->loop, &j->attach_work, attach_work_cb, attach_done_cb);
+  } else {
+    send_go(j, fds[1]);
   }
-  close(fds[1]);
   fds[1] = -1;
 
   if (netns >= 0)

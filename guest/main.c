@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "ctl.h"
 #include "daemon.h"
+#include "jail_setup.h"
 #include "names.h"
 #include "xalloc.h"
 
@@ -150,8 +151,11 @@ int main(int argc, char **argv)
     usage(stderr);
     return 2;
   }
-  if (strcmp(argv[1], "serve") == 0)
+  if (strcmp(argv[1], "serve") == 0) {
+    char *end = argv[argc - 1] + strlen(argv[argc - 1]);
+    agt_jail_set_title_area(argv[0], (size_t)(end - argv[0]));
     return serve_main(argc - 1, argv + 1);
+  }
   if (strcmp(argv[1], "ctl") == 0)
     return agtd_ctl_main(argc - 1, argv + 1);
   if (strcmp(argv[1], "--version") == 0) {

@@ -7,6 +7,8 @@
 #include "base64.h"
 #include "jail.h"
 #include "server.h"
+#include "jail_exec.h"
+#include "portfwd.h"
 #include "stream.h"
 #include "xalloc.h"
 
@@ -276,5 +278,42 @@ int agt_req_jail_attach(agt_req_t *req, json_t **result, agt_error_t *err)
   json_decref(reply);
   agt_stream_open(j, req->client, AGT_STREAM_ATTACH, 0, write);
   (void)result;
+  return 1;
+}
+
+/* jail.port {name, port}: the connection becomes a raw relay to 127.0.0.1:port inside the
+ * jail, answered once the jail's side has connected. */
+int agt_req_jail_port(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  uint64_t port = 0;
+  agt_jail_t *j;
+
+  (void)result;
+  if (find(req, &j, err) < 0 || agt_param_u64(req->params, "port", 1, &port, err) < 0)
+    return -1;
+  if (port == 0 || port > 65535)
+    return agt_error_kind(err, AGT_E_INVALID, "port %llu is out of range",
+                          (unsigned long long)port);
+  if (j->state != AGT_JAIL_RUNNING)
+    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s", j->name,
+                          agt_jail_state_name(j->state));
+  if (j->net.mode == AGT_NET_OPEN)
+    return agt_error_kind(err, AGT_E_STATE,
+                          "jail '%s' uses the guest's network: reach its port on the guest",
+                          j->name);
+  if (agt_portfwd_open(j, req->client, req->id, (unsigned)port, err) < 0)
+    return -1;
+  return 1;
+}
+
+/* jail.exec {name, argv}: answered at once with the command's pid; then the connection
+ * streams its output and ends with its exit code. */
+int agt_req_jail_exec(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  agt_jail_t *j;
+
+  (void)result;
+  if (find(req, &j, err) < 0 || agt_jail_exec(j, req->client, req->id, req->params, err) < 0)
+    return -1;
   return 1;
 }

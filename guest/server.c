@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "daemon.h"
+#include "jail_exec.h"
+#include "portfwd.h"
 #include "stream.h"
 #include "xalloc.h"
 
@@ -34,6 +37,8 @@ static const struct {
     {"jail.wait", agt_req_jail_wait, NEEDS_HELLO},
     {"jail.net", agt_req_jail_net, NEEDS_HELLO},
     {"jail.attach", agt_req_jail_attach, NEEDS_HELLO},
+    {"jail.port", agt_req_jail_port, NEEDS_HELLO},
+    {"jail.exec", agt_req_jail_exec, NEEDS_HELLO},
     {"rootfs.build", agt_req_rootfs_build, NEEDS_HELLO},
     {"rootfs.ls", agt_req_rootfs_ls, NEEDS_HELLO},
     {"rootfs.rm", agt_req_rootfs_rm, NEEDS_HELLO},
@@ -108,6 +113,10 @@ static void write_cb(uv_write_t *w, int status)
     client_close(c);
   else if (c->stream)
     agt_stream_drained(c->stream);
+  else if (c->relay)
+    agt_relay_drained(c->relay);
+  else if (c->exec)
+    agt_exec_drained(c->exec);
   agt_client_unref(c);
 }
 
@@ -159,6 +168,59 @@ static void send_msg(agt_client_t *c, json_t *msg)
 void agt_client_send(agt_client_t *c, json_t *msg)
 {
   send_msg(c, msg);
+}
+
+static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+
+void agt_client_hold(agt_client_t *c)
+{
+  uv_read_stop((uv_stream_t *)&c->pipe);
+  c->held = 1;
+}
+
+void agt_client_resume(agt_client_t *c)
+{
+  if (!c->held || c->closed)
+    return;
+  c->held = 0;
+  uv_read_start((uv_stream_t *)&c->pipe, agtd_read_buffer, read_cb);
+  /* requests that arrived meanwhile wait in the decoder: a zero-length read runs them */
+  read_cb((uv_stream_t *)&c->pipe, 0, &(uv_buf_t){.base = NULL, .len = 0});
+}
+
+void agt_client_go_raw(agt_client_t *c)
+{
+  c->relay_raw = 1;
+  c->held = 0;
+  if (c->dec.len > 0 && c->relay)
+    agt_relay_from_client(c->relay, (const char *)c->dec.buf, c->dec.len);
+  agt_decoder_release(&c->dec);
+  agt_decoder_init(&c->dec);
+  uv_read_start((uv_stream_t *)&c->pipe, agtd_read_buffer, read_cb);
+}
+
+void agt_client_send_raw(agt_client_t *c, const void *data, size_t len)
+{
+  struct write_req *wr;
+  uv_buf_t buf;
+
+  if (c->closed || len == 0)
+    return;
+  wr = xzalloc(sizeof *wr);
+  wr->client = c;
+  wr->len = len;
+  wr->frame = xmalloc(len);
+  memcpy(wr->frame, data, len);
+  buf = uv_buf_init((char *)wr->frame, (unsigned)len);
+  c->out_queued += len;
+  agt_client_ref(c);
+  if (uv_write(&wr->req, (uv_stream_t *)&c->pipe, &buf, 1, write_cb) < 0) {
+    c->out_queued -= len;
+    free(wr->frame);
+    free(wr);
+    agt_client_unref(c);
+    client_close(c);
+  }
 }
 
 void agt_reply(agt_client_t *c, uint64_t id, json_t *result)
@@ -250,15 +312,6 @@ error:
   agt_error_release(&err);
 }
 
-static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-  static char slab[65536];
-  (void)h;
-  (void)suggested;
-  buf->base = slab;
-  buf->len = sizeof slab;
-}
-
 static void closed_cb(uv_handle_t *h)
 {
   agt_client_unref(h->data);
@@ -273,6 +326,12 @@ static void client_close(agt_client_t *c)
   c->closed = 1;
   if (c->stream)
     agt_stream_close(c->stream);
+  if (c->relay)
+    agt_relay_close(c->relay);
+  if (c->exec) {
+    agt_exec_client_gone(c->exec);
+    c->exec = NULL;
+  }
   for (p = &c->d->clients; *p; p = &(*p)->next)
     if (*p == c) {
       *p = c->next;
@@ -293,9 +352,15 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     client_close(c);
     return;
   }
+  if (c->relay_raw) {
+    if (c->relay)
+      agt_relay_from_client(c->relay, buf->base, (size_t)n);
+    return;
+  }
   agt_decoder_feed(&c->dec, buf->base, (size_t)n);
   agt_client_ref(c);
-  while (!c->closed && (r = agt_decoder_next(&c->dec, &msg, &err)) != 0) {
+  while (!c->closed && !c->held && !c->relay_raw &&
+         (r = agt_decoder_next(&c->dec, &msg, &err)) != 0) {
     if (r < 0) {
       agt_reply_error(c, 0, err);
       agt_error_release(&err);
@@ -303,6 +368,8 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     }
     if (c->stream)
       agt_stream_input(c->stream, msg);
+    else if (c->exec)
+      ; /* a command's stream takes no input: its stdin is /dev/null */
     else
       dispatch(c, msg);
     json_decref(msg);
@@ -340,7 +407,7 @@ static void connection_cb(uv_stream_t *server, int status)
     client_close(c);
     return;
   }
-  uv_read_start((uv_stream_t *)&c->pipe, alloc_cb, read_cb);
+  uv_read_start((uv_stream_t *)&c->pipe, agtd_read_buffer, read_cb);
 }
 
 int agt_server_listen(agtd_t *d, agt_error_t *err)

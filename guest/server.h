@@ -23,6 +23,10 @@ struct agt_client_s {
   int closed; /* the connection is gone; replies are dropped */
   size_t out_queued;
   struct agt_stream_s *stream; /* set once the connection has become a stream */
+  struct agt_relay_s *relay;   /* jail.port: the jail's side of a forwarded connection */
+  int relay_raw;               /* ... connected: the connection now carries raw bytes */
+  int held;                    /* not reading for now */
+  struct agt_exec_s *exec;     /* jail.exec: the command whose output this carries */
 };
 typedef struct agt_client_s agt_client_t;
 
@@ -61,6 +65,14 @@ void agt_reply(agt_client_t *c, uint64_t id, json_t *result);
 void agt_reply_error(agt_client_t *c, uint64_t id, agt_error_t err);
 /* Send any message (streams); the message is borrowed. */
 void agt_client_send(agt_client_t *c, json_t *msg);
+/* Stop reading requests (jail.port while the jail's side connects)... */
+void agt_client_hold(agt_client_t *c);
+/* ... and go on with requests (the port could not be reached), or ... */
+void agt_client_resume(agt_client_t *c);
+/* ... carry raw bytes: what the client sent after the request goes to the relay. */
+void agt_client_go_raw(agt_client_t *c);
+/* Send raw bytes (a forwarded port's data). */
+void agt_client_send_raw(agt_client_t *c, const void *data, size_t len);
 void agt_client_close(agt_client_t *c);
 /* Close after the replies already queued have been written. */
 void agt_client_finish(agt_client_t *c);
@@ -80,6 +92,8 @@ int agt_req_jail_logs(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_jail_wait(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_jail_net(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_jail_attach(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_jail_port(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_jail_exec(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_rootfs_build(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_rootfs_ls(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_rootfs_rm(agt_req_t *req, json_t **result, agt_error_t *err);

@@ -150,15 +150,6 @@ int agt_jail_log_read(agt_jail_t *j, uint64_t from, size_t max, char **data, siz
   return 0;
 }
 
-static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-  (void)h;
-  (void)suggested;
-  static char slab[65536]; /* the loop is single-threaded and consumes each read at once */
-  buf->base = slab;
-  buf->len = sizeof slab;
-}
-
 static int *open_flag(agt_jail_t *j, uv_stream_t *s)
 {
   if (s == (uv_stream_t *)&j->out_pipe)
@@ -208,7 +199,7 @@ void agt_jail_output_pause(agt_jail_t *j, int pause)
     if (pause)
       uv_read_stop(outs[i]);
     else
-      uv_read_start(outs[i], alloc_cb, output_cb);
+      uv_read_start(outs[i], agtd_read_buffer, output_cb);
   }
 }
 
@@ -243,7 +234,7 @@ static int take_terminal(agt_jail_t *j, agt_error_t *err)
   j->handles_open++;
   r = uv_pipe_open(&j->tty_pipe, fd);
   if (r == 0)
-    r = uv_read_start((uv_stream_t *)&j->tty_pipe, alloc_cb, output_cb);
+    r = uv_read_start((uv_stream_t *)&j->tty_pipe, agtd_read_buffer, output_cb);
   if (r < 0) {
     close_handle(j, (uv_handle_t *)&j->tty_pipe);
     return agt_error_kind(err, AGT_E_INTERNAL, "read the terminal of jail '%s': %s", j->name,
@@ -367,7 +358,7 @@ int agt_jail_supervise(agt_jail_t *j, int out_fd, int err_fd, int status_fd, agt
     j->handles_open++;
     r = uv_pipe_open(streams[i].pipe, streams[i].fd);
     if (r == 0)
-      r = uv_read_start((uv_stream_t *)streams[i].pipe, alloc_cb, streams[i].cb);
+      r = uv_read_start((uv_stream_t *)streams[i].pipe, agtd_read_buffer, streams[i].cb);
     if (r < 0) {
       close(streams[i].fd);
       close_handle(j, (uv_handle_t *)streams[i].pipe);
@@ -395,8 +386,7 @@ static void cleanup_cgroup(agt_jail_t *j)
 
   if (agt_cgroup_destroy(&j->d->cgroup, j->name, &err) == 0) {
     j->cgroup_pending = 0;
-    if (j->removing)
-      agt_jail_free(j);
+    agt_jail_maybe_free(j);
     return;
   }
   if (err->kind != AGT_E_BUSY || j->cgroup_pending > 200)

@@ -38,6 +38,21 @@ like "the serve jail exits 0" "$out" "exit code 0"
 like "opencode serve answers on the jail's loopback" "$logs" "\"healthy\":true,\"version\":\"$want\""
 like "its home is the jail user's" "$logs" "\"home\":\"/home/agent\""
 
+# opencode serve in a jail, reached from this machine through jail port (its default
+# command is serve on the jail's 127.0.0.1:4096); wait for its "listening" line first.
+ctl jail run --name fwd --rootfs "$ROOT" --agent opencode >/dev/null
+for _ in $(seq 1 150); do ctl jail logs fwd | grep -q "listening on" && break; sleep 0.2; done
+ctl jail port fwd 4096 0 >"$T/port.out" 2>&1 &
+porter=$!
+for _ in $(seq 1 50); do grep -q forwarding "$T/port.out" && break; sleep 0.1; done
+lport=$(sed -n 's/^forwarding 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/port.out")
+out=$(curl -s -m 10 "http://127.0.0.1:$lport/global/health")
+like "jail port reaches opencode serve inside the jail" "$out" "\"healthy\":true"
+out=$(curl -s -m 10 "http://127.0.0.1:$lport/session")
+is "and its API answers (no sessions yet)" "$out" "[]"
+kill $porter 2>/dev/null
+ctl jail rm fwd --force >/dev/null
+
 # A real agent turn against the test model server, reachable only because it is on the
 # jail's allowlist: its bash tool writes a file into the jail's workspace.
 command -v ip >/dev/null || bail "ip (iproute2) is needed for the test provider's namespace"

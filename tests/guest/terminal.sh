@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A jail on a terminal: attach through a real pty (tmux), type, resize, detach, reattach and
-# see what was printed meanwhile; several clients with one writer; logs -f loses nothing.
+# Working with running agents: attach through a real pty (tmux), type, resize, detach,
+# reattach and see what was printed meanwhile; several clients with one writer; logs -f
+# loses nothing; exec in a running jail; a port of the jail's loopback forwarded.
 . "$(dirname "$0")/lib.sh"
 
 command -v tmux >/dev/null || bail "tmux is needed to drive a real terminal (apt-get install tmux)"
@@ -70,6 +71,48 @@ out=$(awk 'BEGIN { n = 0 } { if ($0 != "line " n) { print "line " NR " is: " $0;
 is "logs -f lost nothing: all 4500000 lines, in order" "$out" 4500000
 check "while the log on disk stayed within its budget" test "$(cat "$STATE"/jails/spam/console.log* | wc -c)" -le $((8 << 20))
 
+# exec: another command in a running jail, with its namespaces, user and limits
+ctl jail run --name ex --rootfs "$R" -- /bin/sh -c 'echo main > /tmp/mark; exec probe sleep 60' >/dev/null
+out=$(ctl jail exec ex -- /bin/sh -c 'cat /tmp/mark; id -u; hostname; probe ps | grep -c "^2 probe"; exit 5')
+is "exec exits with the command's code" "$?" 5
+like "exec sees the jail's files (its /tmp)" "$out" "^main$"
+like "exec runs in the jail's uts namespace" "$out" "^ex$"
+like "exec sees the jail's processes (its agent is pid 2)" "$out" "^1$"
+like "exec runs as the jail's user" "$out" "^$(ctl --json jail inspect ex | sed -n 's/.*"uid": \([0-9]*\).*/\1/p')$"
+out=$(ctl jail exec ex -- probe status)
+like "exec has no capabilities" "$out" "CapEff:[[:space:]]+0000000000000000"
+like "exec is under the jail's seccomp filter" "$out" "Seccomp:[[:space:]]+2"
+out=$(ctl jail exec ex -- /no/such 2>&1)
+is "exec of a missing binary exits 127" "$?" 127
+like "and says why" "$out" "exec /no/such: No such file or directory"
+is "exec processes are counted in the jail's cgroup" \
+  "$(ctl jail exec ex -- /bin/sh -c 'grep -c . /proc/self/cgroup >/dev/null; cat /proc/self/cgroup' | grep -c "/$CG/ex\|:/$")" \
+  "$(ctl jail exec ex -- cat /proc/self/cgroup | wc -l)"
+
+# port: a server on the jail's loopback reached from this machine's loopback
+ctl jail run --name web --rootfs "$R" -- /bin/sh -c 'echo served-from-the-jail > /work/index.html; exec httpd -f -p 127.0.0.1:8080 -h /work' >/dev/null
+ctl jail port web 8080 0 >"$T/port.out" 2>&1 &
+porter=$!
+for _ in $(seq 1 50); do grep -q forwarding "$T/port.out" && break; sleep 0.1; done
+lport=$(sed -n 's/^forwarding 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/port.out")
+out=""
+for _ in $(seq 1 30); do out=$(curl -s -m 2 "http://127.0.0.1:$lport/index.html") && [ -n "$out" ] && break; sleep 0.2; done
+is "jail port forwards a local port to the jail's loopback" "$out" "served-from-the-jail"
+out=$(curl -s -m 2 "http://127.0.0.1:$lport/index.html"; curl -s -m 2 "http://127.0.0.1:$lport/index.html")
+is "again, for each new connection" "$(printf '%s\n' "$out" | grep -c served-from-the-jail)" 2
+check "only this machine's loopback listens" test -n "$(ss -ltn | grep "127.0.0.1:$lport ")"
+kill $porter 2>/dev/null
+ctl jail port web 9 0 >"$T/port2.out" 2>&1 &
+porter=$!
+sleep 0.5
+lport=$(sed -n 's/^forwarding 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/port2.out")
+curl -s -m 2 "http://127.0.0.1:$lport/" >/dev/null
+sleep 0.3
+like "a port nothing listens on in the jail is reported" "$(cat "$T/port2.out")" "has nothing listening on port 9"
+kill $porter 2>/dev/null
+
+ctl jail rm ex --force >/dev/null
+ctl jail rm web --force >/dev/null
 ctl jail rm sh1 >/dev/null
 ctl jail rm spam >/dev/null
 is "no process is left" "$(jail_procs)" 0

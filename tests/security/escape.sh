@@ -1,0 +1,372 @@
+#!/usr/bin/env bash
+# The escape suite: tests/security/attack.c runs inside jails as a hostile agent would and
+# tries each attack of reference/sandbox.md section 3; this script gives it what it needs
+# (guest pids, a guest directory with a marker, guest services and sockets to reach for),
+# checks from outside what only the outside can see, and measures other jails' start latency
+# while one jail exhausts what it can.  One TAP line per attack; every "blocked:" and
+# "ESCAPED:" line of the attack program is repeated as a comment, so the log is the evidence.
+. "$(dirname "$0")/../guest/lib.sh"
+: "${ATTACK:?ATTACK must name the static attack binary (meson sets it)}"
+
+command -v python3 >/dev/null || bail "the escape suite needs python3 (guest services to attack)"
+
+agtd_start
+m=$T/attack-rootfs.yaml
+sed -e "s|@PROBE@|$PROBE|" -e "s|@ATTACK@|$ATTACK|" "$SRCDIR/tests/security/attack-rootfs.yaml" >"$m"
+ctl rootfs build "$m" --no-download >"$T/rootfs.out" 2>&1 || {
+  sed 's/^/# /' "$T/rootfs.out"
+  bail "the attack rootfs did not build"
+}
+R=$(cut -d' ' -f1 "$T/rootfs.out")
+
+# A file on the guest that no jail may reach; attacks that think they got out try to create
+# $T/pwned-<verb> next to it.
+echo guest-only >"$T/marker"
+
+todo() {
+  TAP_N=$((TAP_N + 1))
+  echo "not ok $TAP_N - $1 # TODO $2"
+}
+
+# verdict NAME DESC [TODO-REASON]: judge the attack output in $T/NAME.out.
+verdict() {
+  local name=$1 desc=$2 why=${3:-} out=$T/$1.out nb ne
+  nb=$(grep -c '^blocked: ' "$out")
+  ne=$(grep -c '^ESCAPED: ' "$out")
+  grep -E '^(blocked|ESCAPED|info): ' "$out" | sed 's/^/#   /'
+  if [ "$ne" -eq 0 ] && [ "$nb" -gt 0 ] && grep -q '^summary: ' "$out"; then
+    ok "$desc: $nb attempts blocked"
+  elif [ -n "$why" ] && [ "$ne" -gt 0 ]; then
+    todo "$desc: $ne escaped, $nb blocked" "$why"
+  else
+    not_ok "$desc: $ne escaped, $nb blocked"
+    grep -v -E '^(blocked|ESCAPED|info): ' "$out" | head -20 | sed 's/^/#   other: /'
+  fi
+}
+
+# attack NAME DESC [CREATE-OPTIONS...] -- VERB ARGS...: run the verb as a jail's agent.
+attack() {
+  local name=$1 desc=$2
+  shift 2
+  if ! ctl jail run --name "$name" --rootfs "$R" "$@" >/dev/null 2>"$T/$name.err"; then
+    not_ok "$desc: the jail did not start"
+    sed 's/^/#   /' "$T/$name.err"
+    return
+  fi
+  ctl jail wait "$name" >"$T/$name.wait"
+  ctl jail logs "$name" >"$T/$name.out"
+  ctl jail rm "$name" >/dev/null
+  verdict "$name" "$desc"
+  revive "$desc"
+}
+
+# A dead agtd is a failure of the attack that killed it; a new one is started so that the
+# rest of the suite still runs.
+revive() {
+  agtd_alive && return 0
+  not_ok "agtd died during: $1 (restarted for the rest of the suite)"
+  AGTD_PID=
+  agtd_start
+}
+
+jail_pid() {
+  ctl --json jail inspect "$1" | sed -n 's/^ *"pid": \([0-9]*\).*/\1/p'
+}
+
+agtd_alive() {
+  kill -0 "$AGTD_PID" 2>/dev/null && ctl hello >/dev/null 2>&1
+}
+
+# A sibling jail whose processes the attacks go after by their guest pids.
+ctl jail run --name sib --rootfs "$R" -- /bin/attack sleep 3600 >/dev/null || bail "sibling jail"
+SIB=$(jail_pid sib)
+SIB_KIDS=$(cat /proc/"$SIB"/task/*/children 2>/dev/null)
+OUTSIDE="$AGTD_PID $SIB $SIB_KIDS"
+echo "# agtd is guest pid $AGTD_PID; the sibling jail's init $SIB, its agent $SIB_KIDS"
+
+# E1-E7: the file system and process escapes.
+attack chroot "E1 double chroot" -- /bin/attack chroot "$T"
+attack fds "E2 leaked fds and cwd" -- /bin/attack fds "$T"
+attack proc "E3 /proc of outside processes" -- /bin/attack proc "$T" $OUTSIDE
+attack ptrace "E4 ptrace and process_vm_writev (init, own child, sibling jail, agtd)" -- \
+  /bin/attack ptrace $OUTSIDE
+attack mknod "E5 mknod char and block" -- /bin/attack mknod
+attack mount "E6 mount, umount2, remount, pivot_root, new mount API" -- /bin/attack mount
+attack handle "E7 open_by_handle_at / name_to_handle_at" -- /bin/attack handle "$T"
+
+# E8: unix sockets of the guest (one abstract socket made here, agtd's own socket path),
+# AF_VSOCK, netlink.
+GUEST_ABS=agt-sec-guest-$$
+python3 - "$GUEST_ABS" "$T/unix-accepted" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind("\0" + sys.argv[1])
+s.listen()
+s.settimeout(600)
+try:
+    while True:
+        c, _ = s.accept()
+        open(sys.argv[2], "a").write("accepted\n")
+        c.close()
+except Exception:
+    pass
+PY
+ABS_PID=$!
+sleep 0.3
+attack unix "E8 unix sockets of the guest, AF_VSOCK, netlink" -- \
+  /bin/attack unix "@$GUEST_ABS" "$SOCK"
+attack unix-none "E8 the same with network mode none" --net none -- \
+  /bin/attack unix "@$GUEST_ABS" "$SOCK"
+# Network mode open shares the guest's network namespace, and with it the guest's abstract
+# unix sockets: only Landlock's scoping keeps the jail from them.
+attack unix-open "E8 abstract sockets of the guest with network mode open" --net open -- \
+  /bin/attack abstract "@$GUEST_ABS" "@/org/freedesktop/systemd1/notify"
+check "E8 the guest's abstract socket never accepted a connection from a jail" \
+  test ! -e "$T/unix-accepted"
+
+attack tty "E9 TIOCSTI and TIOCLINUX, high-bit variants" -- /bin/attack tty
+attack tty-pty "E9 the same for a jail on a terminal (its own pty)" --tty -- /bin/attack tty
+
+# E10: a jail keeps swapping its workspace entry "sub" between a directory and symlinks to
+# / and to the test's directory, while new jails start with that entry as their workspace.
+# No guest path other than the real directory may ever be mounted at a new jail's /work:
+# checked from the guest, in /proc/PID/mountinfo of each new jail.
+mkdir -p "$T/race/sub"
+chown -R 4242:4242 "$T/race"
+ctl jail run --name racer --rootfs "$R" --workspace "$T/race" -- /bin/attack race /work 300 \
+  >/dev/null || not_ok "E10 the racing jail did not start"
+started=0 refused=0 bad=0
+for i in $(seq 1 200); do
+  if ctl jail run --name "v$i" --rootfs "$R" --workspace "$T/race/sub" -- /bin/attack sleep 60 \
+    >/dev/null 2>>"$T/race.err"; then
+    pid=$(jail_pid "v$i")
+    root=$(awk '$5 == "/work" { print $4 }' "/proc/$pid/mountinfo" 2>/dev/null)
+    case "$root" in
+    "$T/race/sub" | "$T/race/sub.root" | "$T/race/sub.up") started=$((started + 1)) ;;
+    *)
+      bad=$((bad + 1))
+      echo "#   v$i: /work is the guest's '$root'"
+      ;;
+    esac
+    ctl jail rm "v$i" --force >/dev/null 2>&1
+  else
+    refused=$((refused + 1))
+  fi
+  agtd_alive || break
+done
+touch "$T/race/stop"
+ctl jail wait racer >/dev/null 2>&1
+ctl jail logs racer 2>/dev/null | grep '^info' | sed 's/^/#   racer: /'
+ctl jail rm racer >/dev/null 2>&1
+sort "$T/race.err" 2>/dev/null | sed 's/v[0-9][0-9]*/vN/g' | uniq -c | sed 's/^/#   refused: /'
+check "E10 agtd survived 200 jail starts racing a symlink swap on their workspace" agtd_alive
+revive "E10"
+is "E10 no new jail got a guest path other than its workspace at /work ($started started, $refused refused)" \
+  "$bad" 0
+
+# The hardening must not get in the agent's way: files move and link across directories
+# under Landlock (which refuses that unless REFER is granted), fifos and sockets can be made.
+out=$(ctl jail run --name moves --rootfs "$R" -- /bin/sh -c '
+  mkdir -p /tmp/a /tmp/b /home/agent/x/y /work/w &&
+  echo x >/tmp/a/f && mv /tmp/a/f /tmp/b/f && ln /tmp/b/f /tmp/a/g &&
+  mv /home/agent/x/y /home/agent/z && mv /tmp/b /work/w/ && mkfifo /tmp/fifo &&
+  echo moved' >/dev/null && ctl jail wait moves >/dev/null && ctl jail logs moves)
+is "the agent still moves and links files across directories" "$out" "moved"
+ctl jail rm moves >/dev/null
+
+attack writes "E11 writes to /proc/sys, sysrq-trigger, /sys, cgroup files" -- /bin/attack writes
+attack setuid "E12 setuid copies, no_new_privs, nosuid, capabilities" -- /bin/attack setuid
+attack ns "E13 user and other namespaces, clone3" -- /bin/attack ns
+attack syscalls "E13 bpf, perf, userfaultfd, io_uring, keyrings, kexec, modules, foreign ABIs" -- \
+  /bin/attack syscalls
+
+# E14: signals.  The agent is pid 2, right under the jail's init.
+attack signals "E14 kill(-1), signals to the init, to agtd and to another jail" -- \
+  /bin/attack signals $OUTSIDE
+check "E14 agtd is alive after the signals" agtd_alive
+revive "E14 signals"
+like "E14 the sibling jail is still running" "$(ctl jail ls)" "^sib +shell +running"
+attack proxy "E14 hang up rudely on agtd's egress proxy, 300 times" -- /bin/attack proxy 300
+check "E14 agtd is alive after the proxy abuse" agtd_alive
+revive "E14 proxy"
+
+# E16: network bypass, against services this test runs on the guest's own loopback.
+PORT=$((20000 + $$ % 20000))
+UPORT=$((PORT + 1))
+(cd "$T" && exec python3 -m http.server --bind 127.0.0.1 "$PORT") >"$T/http4.log" 2>&1 &
+H4=$!
+(cd "$T" && exec python3 -m http.server --bind ::1 "$PORT") >"$T/http6.log" 2>&1 &
+H6=$!
+python3 - "$UPORT" "$T/udp.log" <<'PY' &
+import select, socket, sys
+socks = []
+for fam, addr in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.bind((addr, int(sys.argv[1])))
+    socks.append(s)
+while True:
+    for s in select.select(socks, [], [])[0]:
+        d, a = s.recvfrom(2048)
+        open(sys.argv[2], "a").write("%r from %r\n" % (d, a))
+        s.sendto(b"echo:" + d, a)
+PY
+U=$!
+sleep 0.5
+like "E16 the guest's HTTP service answers on the guest" \
+  "$(python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:$PORT/').status)")" \
+  "^200$"
+targets=""
+for ip in $(hostname -I 2>/dev/null); do
+  case $ip in
+  *:*) targets="$targets [$ip]:22" ;;
+  *) targets="$targets $ip:22" ;;
+  esac
+done
+attack net "E16 network bypass (mode allow: the default)" -- /bin/attack net "$PORT" "$UPORT" $targets
+attack net-none "E16 network bypass (mode none)" --net none -- \
+  /bin/attack net "$PORT" "$UPORT" $targets
+is "E16 the guest's UDP service received nothing from the jails" "$(cat "$T/udp.log" 2>/dev/null)" ""
+is "E16 the guest's HTTP services saw only the guest's own request" \
+  "$(cat "$T/http4.log" "$T/http6.log" | grep -c '"GET ')" 1
+kill "$H4" "$H6" "$U" 2>/dev/null
+
+# E17: cross-jail reach.  Two jails at once, each leaving files, an abstract socket and SysV
+# IPC objects, each looking for the other's; then the same in network mode open.
+WSD=$STATE/workspaces
+for mode in allow open; do
+  ctl jail run --name "xa-$mode" --rootfs "$R" --net "$mode" -- \
+    /bin/attack xjail "A$mode" "B$mode" "$WSD/xb-$mode" 4 >/dev/null
+  ctl jail run --name "xb-$mode" --rootfs "$R" --net "$mode" -- \
+    /bin/attack xjail "B$mode" "A$mode" "$WSD/xa-$mode" 4 >/dev/null
+  for j in "xa-$mode" "xb-$mode"; do
+    ctl jail wait "$j" >/dev/null
+    ctl jail logs "$j" >"$T/$j.out"
+  done
+  check "E17 ($mode) both jails left their files in their own workspaces" \
+    test -e "$WSD/xa-$mode/xjail-A$mode" -a -e "$WSD/xb-$mode/xjail-B$mode"
+  verdict "xa-$mode" "E17 jail A cannot reach jail B (network mode $mode)"
+  verdict "xb-$mode" "E17 jail B cannot reach jail A (network mode $mode)"
+  ctl jail rm "xa-$mode" >/dev/null
+  ctl jail rm "xb-$mode" >/dev/null
+done
+
+# E15: resource exhaustion.  Other jails' start latency (agtd's own start_ms, from the request
+# to the agent's exec) before and during a fork bomb, a memory hog, disk fillers of /tmp and
+# /dev/shm and an fd exhauster, all at once; agtd must answer hello throughout.  The two
+# attackers that burn CPU get a quarter of the machine each, so that the attack takes half of
+# it: with the default of a whole core each, two attackers on a 2-vCPU guest own the machine,
+# and every process on it slows down, jailed or not.
+p99() { sort -n | awk '{ v[NR] = $1 } END { i = int(NR * 0.99 + 0.999); if (i < 1) i = 1; printf "%.2f", v[i] }'; }
+median() { sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", v[int((NR + 1) / 2)] }'; }
+latency() {
+  local tag=$1 n=$2 i
+  : >"$T/lat-$tag"
+  for i in $(seq 1 "$n"); do
+    ctl jail run --name "lat-$tag-$i" --rootfs "$R" -- /bin/attack sleep 0 2>/dev/null |
+      sed -n 's/.* started in \([0-9.]*\) ms.*/\1/p' >>"$T/lat-$tag"
+    ctl jail wait "lat-$tag-$i" >/dev/null 2>&1
+    ctl jail rm "lat-$tag-$i" >/dev/null 2>&1
+  done
+}
+hello_loop() {
+  rm -f "$T/hello-stop"
+  while [ ! -e "$T/hello-stop" ]; do
+    t0=$(date +%s%N)
+    if ctl hello >/dev/null 2>&1; then echo $((($(date +%s%N) - t0) / 1000000)); else echo fail; fi
+    sleep 0.1
+  done >"$T/hello-$1.log"
+}
+figures() {
+  echo "#   $1: median $(median <"$T/lat-$2") ms, p99 $(p99 <"$T/lat-$2") ms ($(wc -l <"$T/lat-$2") starts)"
+}
+hello_figures() {
+  echo "#   agtd hello during $1: $(grep -vc fail "$T/hello-$1.log") answered, max $(grep -v fail "$T/hello-$1.log" | sort -n | tail -1) ms, $(grep -c fail "$T/hello-$1.log") failed"
+}
+N=100
+CPUQ=$(($(nproc) * 1000 / 4))
+latency warmup 10 # let the jails of the attacks above finish cleaning up
+latency before $N
+HOLD=120
+ctl jail run --name bomb --rootfs "$R" --pids 64 --cpu "$CPUQ" -- /bin/attack forkbomb "$HOLD" \
+  >/dev/null
+ctl jail run --name hog --rootfs "$R" --memory 64M --cpu "$CPUQ" -- /bin/attack memhog 256 "$HOLD" \
+  >/dev/null
+ctl jail run --name fill-tmp --rootfs "$R" --tmp 64M -- \
+  /bin/attack diskfill 1024 "$HOLD" /tmp /dev/shm >/dev/null
+ctl jail run --name fds --rootfs "$R" --pids 64 -- /bin/attack fdbomb 32 "$HOLD" >/dev/null
+hello_loop attacks &
+HELLO=$!
+sleep 2
+latency during $N
+still=$(ctl jail ls | grep -cE '^(bomb|hog|fill-tmp|fds) .* running')
+files=$(cut -f1 /proc/sys/fs/file-nr)
+touch "$T/hello-stop"
+wait "$HELLO"
+before_p99=$(p99 <"$T/lat-before")
+during_p99=$(p99 <"$T/lat-during")
+echo "# start latency of other jails (ms), attackers with cpu $CPUQ of $(($(nproc) * 1000)):"
+figures "before the attacks" before
+figures "during the attacks" during
+hello_figures attacks
+echo "#   open files on the guest during the attacks: $files"
+is "E15 all $N starts succeeded before and during the attacks" \
+  "$(wc -l <"$T/lat-before") $(wc -l <"$T/lat-during")" "$N $N"
+is "E15 the four attacking jails were still running when the measurement ended" "$still" 4
+# The target is reported, and a miss is a TODO rather than a failure: what stretches the tail
+# is agtd's own loop waiting (a cgroup v1 migration waits for an RCU grace period, longer when
+# the CPUs are busy), not a jail getting past its limits (docs/SECURITY.md, Resource attacks).
+if awk -v a="$during_p99" -v b="$before_p99" 'BEGIN { exit !(a < 2 * b) }'; then
+  ok "E15 start latency p99 during the attacks ($during_p99 ms) < 2 x before ($before_p99 ms)"
+else
+  todo "E15 start latency p99 during the attacks ($during_p99 ms) < 2 x before ($before_p99 ms)" \
+    "target missed on this run: agtd's loop waits for RCU in cgroup v1 migrations"
+fi
+is "E15 agtd answered every hello during the attacks" "$(grep -c fail "$T/hello-attacks.log")" 0
+for j in bomb hog fill-tmp fds; do
+  ctl jail stop "$j" 10000 >/dev/null 2>&1
+  ctl jail logs "$j" >"$T/$j.out"
+  ctl jail rm "$j" --force >/dev/null 2>&1
+done
+verdict bomb "E15 fork bomb (pids 64)"
+verdict hog "E15 memory hog (memory 64M)"
+verdict fill-tmp "E15 disk filler in /tmp (tmp 64M) and /dev/shm"
+verdict fds "E15 fd exhauster (32 processes)"
+
+# The upper layer is a directory on the guest's disk, with no size limit yet: a known gap,
+# measured on its own and reported as TODO until a per-jail limit exists.
+latency before-upper 50
+ctl jail run --name fill-upper --rootfs "$R" -- /bin/attack diskfill 1024 "$HOLD" /home/agent \
+  >/dev/null
+hello_loop upper &
+HELLO=$!
+sleep 2
+latency during-upper 50
+touch "$T/hello-stop"
+wait "$HELLO"
+echo "# start latency of other jails (ms) around a disk filler in a jail's upper layer:"
+figures "before" before-upper
+figures "during" during-upper
+hello_figures upper
+ctl jail stop fill-upper 10000 >/dev/null 2>&1
+ctl jail logs fill-upper >"$T/fill-upper.out"
+ctl jail rm fill-upper --force >/dev/null 2>&1
+verdict fill-upper "E15 disk filler in the overlay upper layer (the guest's disk)" \
+  "no size limit on a jail's upper layer yet (docs/SECURITY.md, Known gaps)"
+
+# Nothing was created on the guest by any attack.
+is "no attack left a file on the guest" "$(ls "$T" | grep -c '^pwned-')" 0
+
+# agtd dies: its jails die with it (PR_SET_PDEATHSIG on each init), none is left running
+# unsupervised.
+ctl jail run --name orphan --rootfs "$R" -- /bin/attack sleep 3600 >/dev/null
+kill -KILL "$AGTD_PID"
+wait "$AGTD_PID" 2>/dev/null
+AGTD_PID=
+sleep 0.5
+is "no jail process outlives agtd" "$(jail_procs)" 0
+agtd_start
+like "the restarted agtd reports the jails as ended" "$(ctl jail ls)" "^orphan +shell +exited"
+for j in sib orphan; do ctl jail rm "$j" >/dev/null 2>&1; done
+kill "$ABS_PID" 2>/dev/null
+is "no mount is left" "$(leftovers)" 0
+is "no jail process is left" "$(jail_procs)" 0
