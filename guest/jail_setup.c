@@ -531,11 +531,32 @@ static void tidy_fds(const struct agt_spawn_plan *p)
   syscall(SYS_close_range, AGT_CHILD_FIRST_FREE, ~0U, 0);
 }
 
+/* The last steps of both a jail's init and an exec: drop to the jail's user, Landlock and
+ * seccomp, start the agent (or command) and stay as its init. */
+__attribute__((noreturn)) static void confine_and_run(const struct agt_spawn_plan *p)
+{
+  pid_t pid;
+
+  drop_privileges(p);
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  restrict_with_landlock(p);
+  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, p->seccomp, 0, 0) < 0)
+    fail("load the seccomp filter", "", errno);
+  pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+  if (pid < 0)
+    fail("fork the agent", "", errno);
+  if (pid == 0)
+    exec_agent(p);
+  close(AGT_CHILD_STATUS_FD);
+  close(AGT_CHILD_OUT_FD);
+  close(AGT_CHILD_ERR_FD);
+  run_init(pid);
+}
+
 void agt_jail_child(const struct agt_spawn_plan *p)
 {
   char buf[32];
   int rootfd, nul;
-  pid_t pid;
 
   tidy_fds(p);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -599,21 +620,7 @@ void agt_jail_child(const struct agt_spawn_plan *p)
 
   if (p->fds[5] >= 0)
     setup_terminal(p);
-  drop_privileges(p);
-  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  restrict_with_landlock(p);
-  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, p->seccomp, 0, 0) < 0)
-    fail("load the seccomp filter", "", errno);
-
-  pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
-  if (pid < 0)
-    fail("fork the agent", "", errno);
-  if (pid == 0)
-    exec_agent(p);
-  close(AGT_CHILD_STATUS_FD);
-  close(AGT_CHILD_OUT_FD);
-  close(AGT_CHILD_ERR_FD);
-  run_init(pid);
+  confine_and_run(p);
 }
 
 /* jail.exec: another process in a running jail.  The child joins the namespaces of the
@@ -623,7 +630,6 @@ void agt_jail_child(const struct agt_spawn_plan *p)
 void agt_jail_exec_child(const struct agt_spawn_plan *p)
 {
   char buf[1];
-  pid_t pid;
 
   tidy_fds(p);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -638,18 +644,5 @@ void agt_jail_exec_child(const struct agt_spawn_plan *p)
   set_title("agt-exec");
   if (setsid() < 0)
     fail("setsid", "", errno);
-  drop_privileges(p);
-  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  restrict_with_landlock(p);
-  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, p->seccomp, 0, 0) < 0)
-    fail("load the seccomp filter", "", errno);
-  pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
-  if (pid < 0)
-    fail("fork the command", "", errno);
-  if (pid == 0)
-    exec_agent(p);
-  close(AGT_CHILD_STATUS_FD);
-  close(AGT_CHILD_OUT_FD);
-  close(AGT_CHILD_ERR_FD);
-  run_init(pid);
+  confine_and_run(p);
 }
