@@ -51,13 +51,18 @@ agt_jail_t *agt_jail_find(struct agtd_s *d, const char *name)
   return NULL;
 }
 
-/* Agent profiles: what runs when a request names an agent and gives no argv. */
+/* Agent profiles: what runs when a request names an agent and gives no argv.  On a
+ * terminal an agent runs as a person would run it (opencode's TUI in /work); without one, in
+ * its headless form (opencode serve on the jail's loopback, reachable with jail.port). */
 static const struct {
   const char *agent;
   const char *const argv[8];
+  const char *const tty_argv[8];
 } profiles[] = {
-    {"shell", {"/bin/sh", NULL}},
-    {"opencode", {"opencode", "serve", "--hostname", "127.0.0.1", "--port", "4096", NULL}},
+    {"shell", {"/bin/sh", NULL}, {"/bin/sh", NULL}},
+    {"opencode",
+     {"opencode", "serve", "--hostname", "127.0.0.1", "--port", "4096", NULL},
+     {"opencode", NULL}},
 };
 
 static const char *const default_env[] = {
@@ -353,6 +358,8 @@ int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_erro
   j->created = time(NULL);
   j->state = AGT_JAIL_CREATED;
 
+  if (agt_param_bool(params, "tty", &j->tty, err) < 0 || parse_size(params, j, err) < 0)
+    goto fail;
   if (json_object_get(params, "argv")) {
     j->argv = strv_from_json(json_object_get(params, "argv"), "argv", AGT_JAIL_ARGV_MAX, err);
     if (j->argv == NULL)
@@ -366,14 +373,13 @@ int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_erro
       agt_error_kind(err, AGT_E_INVALID, "agent '%s' has no default command: give 'argv'", agent);
       goto fail;
     }
-    for (n = 0; profiles[i].argv[n]; n++)
+    const char *const *pargv = j->tty ? profiles[i].tty_argv : profiles[i].argv;
+    for (n = 0; pargv[n]; n++)
       ;
     j->argv = xzalloc((n + 1) * sizeof *j->argv);
     for (size_t m = 0; m < n; m++)
-      j->argv[m] = xstrdup(profiles[i].argv[m]);
+      j->argv[m] = xstrdup(pargv[m]);
   }
-  if (agt_param_bool(params, "tty", &j->tty, err) < 0 || parse_size(params, j, err) < 0)
-    goto fail;
   if (agt_net_policy_from_json(json_object_get(params, "network"), &j->net, err) < 0)
     goto fail;
   j->env = env_build(json_object_get(params, "env"), j->net.mode == AGT_NET_ALLOW, err);

@@ -1140,12 +1140,29 @@ static json_t *read_info(int store_fd, const char *store, const char *id)
 {
   cleanup_free char *rel = xasprintf("%s/info.json", id);
   cleanup_close int fd = openat(store_fd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  cleanup_free char *text = NULL;
+  size_t len = 0, cap = 0;
   json_error_t je;
   json_t *info;
+  ssize_t n;
 
   if (fd < 0)
     return NULL;
-  info = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
+  /* Read it whole first: json_loadfd reads one byte per system call. */
+  do {
+    if (len + 4096 > cap) {
+      cap = cap ? cap * 2 : 8192;
+      if (cap > (1u << 20))
+        return NULL;
+      text = xrealloc(text, cap);
+    }
+    n = read(fd, text + len, cap - len);
+    if (n < 0 && errno != EINTR)
+      return NULL;
+    if (n > 0)
+      len += (size_t)n;
+  } while (n != 0);
+  info = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
   if (info == NULL || !json_is_object(info)) {
     json_decref(info);
     return NULL;

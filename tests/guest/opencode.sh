@@ -53,6 +53,22 @@ is "and its API answers (no sessions yet)" "$out" "[]"
 kill $porter 2>/dev/null
 ctl jail rm fwd --force >/dev/null
 
+# On a terminal the opencode profile runs opencode's own TUI, as if run by hand: attach
+# through a real pty (tmux) and see its prompt and working directory.
+if command -v tmux >/dev/null; then
+  TM="tmux -L agt-oc-$$"
+  $TM new-session -d -s tui -x 120 -y 35 \
+    "$AGTD ctl -s $SOCK jail run --name tui --rootfs $ROOT --agent opencode --attach; sleep 30"
+  for _ in $(seq 1 150); do $TM capture-pane -p -t tui | grep -q "Ask anything" && break; sleep 0.2; done
+  screen=$($TM capture-pane -p -t tui)
+  like "opencode's TUI runs on the jail's terminal" "$screen" "Ask anything"
+  like "in the jail's /work" "$screen" "/work"
+  $TM kill-server 2>/dev/null
+  ctl jail rm tui --force >/dev/null
+else
+  not_ok "tmux is needed to check opencode's TUI (apt-get install tmux)"
+fi
+
 # A real agent turn against the test model server, reachable only because it is on the
 # jail's allowlist: its bash tool writes a file into the jail's workspace.
 command -v ip >/dev/null || bail "ip (iproute2) is needed for the test provider's namespace"
