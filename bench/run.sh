@@ -1,0 +1,243 @@
+#!/usr/bin/env bash
+# Side-by-side benchmarks of agtd and bubblewrap (`just bench`; docs/BENCH.md explains them).
+#
+# Starts a private agtd exactly as the guest tests do, builds the small test rootfs (plus the
+# bench payload) in its store, and gives bwrap that same tree as its read-only root.  Then
+# bench/agt-bench (build/bench) measures, in one run:
+#   1. jail start latency: sequential starts of a payload that prints CLOCK_MONOTONIC, agtd
+#      and bwrap alternating;
+#   2. memory per idle jail: N jails of each running `probe sleep 600`, MemAvailable drop / N.
+# and this script prints one table with both tools side by side.
+#
+# Needs root and Linux.  Environment knobs (defaults in parentheses):
+#   BUILD          the meson build directory (build)
+#   BENCH_RUNS     measured starts per tool (200)      BENCH_WARMUP  unmeasured starts first (20)
+#   BENCH_COUNTS   jail counts for the memory test ("100 500")
+#   BENCH_UID      the non-root user both run the payload as (1000)
+#   BENCH_SETTLE_MS  wait before each memory reading, which then waits until steady (1000)
+#   BENCH_SOLO_RUNS  diagnostic passes: agtd alone, back-to-back and 50 ms apart (100 each)
+#   BENCH_KEEP     keep the scratch directory (unset)
+set -euo pipefail
+
+SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-$SRCDIR/build}
+case $BUILD in /*) ;; *) BUILD=$SRCDIR/$BUILD ;; esac
+AGTD=$BUILD/guest/agtd
+PROBE=$BUILD/tests/guest/probe
+STAMP=$BUILD/bench/stamp
+DRIVER=$BUILD/bench/agt-bench
+RUNS=${BENCH_RUNS:-200}
+WARMUP=${BENCH_WARMUP:-20}
+COUNTS=${BENCH_COUNTS:-100 500}
+BENCH_UID=${BENCH_UID:-1000}
+SETTLE_MS=${BENCH_SETTLE_MS:-1000}
+SOLO_RUNS=${BENCH_SOLO_RUNS:-100}
+TARGET_RATIO=0.33 # agtd's start p50 at most a third of bwrap's
+
+die() {
+  echo "bench: $*" >&2
+  exit 1
+}
+
+[ "$(uname -s)" = Linux ] || die "the benchmarks need Linux"
+[ "$(id -u)" = 0 ] || die "the benchmarks need root (agtd makes namespaces, mounts and cgroups)"
+for f in "$AGTD" "$PROBE" "$STAMP" "$DRIVER"; do
+  [ -x "$f" ] || die "$f is missing: build first (just build)"
+done
+BWRAP=$(command -v bwrap) || die "bubblewrap is not installed (apt-get install bubblewrap)"
+
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+OTHERS=$( (pgrep -x agtd || true; pgrep -x bwrap || true) | wc -l) # someone else's jails add noise
+T=$(mktemp -d /tmp/agt-bench.XXXXXX)
+chmod 755 "$T"
+SOCK=$T/agtd.sock
+STATE=$T/state
+CG=agt-bench-$$
+AGTD_PID=
+RES=$T/results
+
+cleanup() {
+  local rc=$? d
+  if [ -n "$AGTD_PID" ]; then
+    kill -TERM "$AGTD_PID" 2>/dev/null || true
+    wait "$AGTD_PID" 2>/dev/null || true
+  fi
+  for d in /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG"; do
+    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
+  if [ "$rc" -ne 0 ] && [ -f "$T/agtd.log" ]; then
+    echo "bench: agtd log (last 20 lines):" >&2
+    tail -20 "$T/agtd.log" | sed 's/^/  /' >&2
+  fi
+  if [ -n "${BENCH_KEEP:-}" ]; then
+    echo "bench: kept $T" >&2
+  elif ! grep -q " $T/" /proc/self/mountinfo; then
+    rm -rf --one-file-system "$T"
+  else
+    echo "bench: mounts under $T remain; not removing it" >&2
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ctl() { "$AGTD" ctl -s "$SOCK" "$@"; }
+
+# ---- agtd, as the guest tests run it ----
+"$AGTD" serve --socket "$SOCK" --state-dir "$STATE" --cgroup "$CG" --workspace-root "$T" \
+  --max-jails 1000 >>"$T/agtd.log" 2>&1 &
+AGTD_PID=$!
+for _ in $(seq 1 200); do
+  ctl hello >/dev/null 2>&1 && break
+  kill -0 "$AGTD_PID" 2>/dev/null || die "agtd exited at start"
+  sleep 0.05
+done
+ctl hello >/dev/null 2>&1 || die "agtd did not answer hello"
+
+# ---- the rootfs: the guest tests' manifest plus the payload at /bin/stamp ----
+# (files: is the manifest's last section, so an appended entry joins its list)
+sed "s|@PROBE@|$PROBE|" "$SRCDIR/tests/guest/test-rootfs.yaml" >"$T/rootfs.yaml"
+cat >>"$T/rootfs.yaml" <<EOF
+  - path: /bin/stamp
+    libs: false
+    sources:
+      - host: "$STAMP"
+EOF
+ctl rootfs build "$T/rootfs.yaml" --no-download >"$T/rootfs.out" 2>&1 ||
+  die "the rootfs did not build: $(cat "$T/rootfs.out")"
+ROOTFS=$(cut -d' ' -f1 "$T/rootfs.out")
+ROOT=$STATE/rootfs/$ROOTFS/root
+[ -x "$ROOT/bin/stamp" ] && [ -x "$ROOT/bin/probe" ] ||
+  die "the rootfs at $ROOT lacks /bin/stamp or /bin/probe"
+
+# The workspace: owned by the bench user, so agtd's jails run as it too.
+WS=$T/ws
+mkdir "$WS"
+chown "$BENCH_UID:$BENCH_UID" "$WS"
+
+# bwrap gets agtd's own seccomp filter (the driver links guest/jail_seccomp.c).
+"$DRIVER" seccomp "$T/seccomp.bpf" >"$RES"
+
+COMMON=(--socket "$SOCK" --rootfs "$ROOTFS" --root "$ROOT" --workspace "$WS" --bwrap "$BWRAP"
+  --seccomp "$T/seccomp.bpf" --uid "$BENCH_UID" --agtd-pid "$AGTD_PID")
+
+echo "bench: checking that both jails look the same from inside" >&2
+"$DRIVER" check "${COMMON[@]}" >>"$RES"
+echo "bench: start latency, $RUNS starts each after $WARMUP warm-up" >&2
+"$DRIVER" latency "${COMMON[@]}" --runs "$RUNS" --warmup "$WARMUP" >>"$RES"
+echo "bench: start latency, agtd alone, $SOLO_RUNS starts back-to-back and 50 ms apart (diagnostic)" >&2
+"$DRIVER" latency "${COMMON[@]}" --only agtd --runs "$SOLO_RUNS" --warmup 5 >"$T/solo"
+"$DRIVER" latency "${COMMON[@]}" --only agtd --runs "$SOLO_RUNS" --warmup 5 --gap-ms 50 >"$T/spaced"
+for n in $COUNTS; do
+  echo "bench: memory, $n idle jails each" >&2
+  "$DRIVER" memory "${COMMON[@]}" --count "$n" --settle-ms "$SETTLE_MS" >>"$RES"
+done
+AGTD_RSS_END=$(awk '/^VmRSS:/ {print $2}' "/proc/$AGTD_PID/status")
+
+# Nothing may be left behind: no jail, no payload, no mount.
+LEFT_JAILS=$( (ctl --json jail ls | grep -c '"name"') || true)
+# (ours only: processes in this agtd's cgroups, and bwraps given this run's directory)
+LEFT_PROCS=$(( $( (grep -l "/$CG/" /proc/[0-9]*/cgroup 2>/dev/null || true) | wc -l) +
+  $( (pgrep -f "bwrap .*$T/" || true) | wc -l) ))
+LEFT_MOUNTS=$(grep -c " $T/" /proc/self/mountinfo || true)
+
+# ---- the table ----
+val() { awk -v k="$1" '$1 == k { print $2; exit }' "${2:-$RES}"; }
+check_line() { # tool field
+  awk -v k="check.$1" -v f="$2:" '$1 == k && $2 == f { $1 = ""; $2 = ""; sub(/^ +/, ""); print }' "$RES" |
+    tr -s ' \t' ' '
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+verdict() { # ratio
+  awk -v r="$1" -v t="$TARGET_RATIO" 'BEGIN { print (r != "-" && r <= t) ? "target met" : "target missed" }'
+}
+row() { printf '%-54s %13s %11s %10s  %s\n' "$@"; }
+
+CPU=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then CGV=v2; else CGV=v1; fi
+echo
+echo "agt bench: agtd vs bubblewrap — $(date -u '+%Y-%m-%d %H:%M UTC'), $(hostname)"
+echo "machine: $(nproc) x $CPU, $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)," \
+  "kernel $(uname -r), cgroup $CGV; $("$BWRAP" --version)"
+echo "load average at start: $LOAD_START, at end: $(cut -d' ' -f1-3 /proc/loadavg);" \
+  "other agtd/bwrap processes at start: $OTHERS (other work on the machine adds noise)"
+if awk -v l="${LOAD_START%% *}" -v n="$(nproc)" 'BEGIN { exit !(l > n) }'; then
+  echo "WARNING: the machine was busy (load ${LOAD_START%% *} on $(nproc) CPUs): every figure below is noisy"
+fi
+echo "both: same rootfs tree (${ROOTFS:0:12}, read-only), workspace rw at /work, fresh /proc, minimal /dev,"
+echo "      tmpfs /tmp, new mount/pid/ipc/uts/net/cgroup namespaces, uid $BENCH_UID, no caps,"
+echo "      no_new_privs, agtd's seccomp filter ($(val seccomp.instructions) BPF instructions)"
+for tool in agtd bwrap; do
+  printf '%-6s inside: Uid %s | CapEff %s | NoNewPrivs %s | Seccomp %s\n' "$tool" \
+    "$(check_line $tool Uid)" "$(check_line $tool CapEff)" "$(check_line $tool NoNewPrivs)" \
+    "$(check_line $tool Seccomp)"
+done
+echo
+echo "1. Jail start latency, ms: $(val lat.agtd_start_ms.n) sequential starts each (after $WARMUP warm-up), alternating"
+echo "   agtd: jail.run over agtd's socket; bwrap: posix_spawn of bwrap; payload: static /bin/stamp"
+echo "   bwrap column, every row: spawn of bwrap -> the payload's first clock read"
+row "metric" "agtd" "bwrap" "agtd/bwrap" "target: agtd/bwrap <= $TARGET_RATIO"
+B50=$(val lat.bwrap_exec_ms.p50)
+B99=$(val lat.bwrap_exec_ms.p99)
+for m in "agtd_start_ms:start_ms (agtd: request in -> exec confirmed)" \
+  "agtd_rtt_ms:client round trip of jail.run" \
+  "agtd_exec_ms:client request -> payload's first clock read"; do
+  k=${m%%:*}
+  label=${m#*:}
+  for p in p50 p99; do
+    a=$(val "lat.$k.$p")
+    if [ "$p" = p50 ]; then b=$B50; else b=$B99; fi
+    r=$(ratio "$a" "$b")
+    if [ "$p" = p50 ]; then v=$(verdict "$r"); else v="(p99: no target)"; fi
+    row "$p $label" "$a" "$b" "$r" "$v"
+  done
+done
+row "mean client request -> payload's first clock read" "$(val lat.agtd_exec_ms.mean)" \
+  "$(val lat.bwrap_exec_ms.mean)" \
+  "$(ratio "$(val lat.agtd_exec_ms.mean)" "$(val lat.bwrap_exec_ms.mean)")" ""
+row "p50 / p99 jail.rm of an exited jail (not in the above)" \
+  "$(val lat.agtd_rm_ms.p50)/$(val lat.agtd_rm_ms.p99)" "-" "" "(bwrap: nothing to remove)"
+for f in solo:"back-to-back" spaced:"50 ms apart"; do
+  for p in p50 p99; do
+    a=$(val "lat.agtd_start_ms.$p" "$T/${f%%:*}")
+    if [ "$p" = p50 ]; then b=$B50; else b=$B99; fi
+    row "$p start_ms, agtd alone, ${f#*:} (diagnostic)" "$a" "$b" "$(ratio "$a" "$b")" \
+      "(not the headline: see docs/BENCH.md)"
+  done
+done
+echo
+echo "2. Memory per idle jail (payload: /bin/probe sleep 600): MemAvailable drop / N, KiB"
+echo "   (whole machine: kernel objects, page tables, agtd's own growth; other load adds noise;"
+echo "    each reading waits until MemAvailable is steady to 1 MiB, at most 15 s)"
+row "metric" "agtd" "bwrap" "agtd/bwrap" ""
+for n in $COUNTS; do
+  a=$(val "mem.agtd.$n.kib_per_jail")
+  b=$(val "mem.bwrap.$n.kib_per_jail")
+  u=$(($(val "mem.agtd.$n.unsettled") + $(val "mem.bwrap.$n.unsettled")))
+  note="(no target)"
+  [ "$u" = 0 ] || note="(no target; $u readings never settled: noisy)"
+  # A drop below the jail processes' own PSS cannot be right: something else freed memory.
+  if awk -v a="$a" -v b="$b" -v pa="$(val "mem.agtd.$n.pss_kib_per_jail")" \
+    -v pb="$(val "mem.bwrap.$n.pss_kib_per_jail")" 'BEGIN { exit !(a < pa || b < pb) }'; then
+    note="(no target; below the processes' PSS: noisy, rerun on a quiet machine)"
+  fi
+  row "N=$n: MemAvailable drop per jail" "$a" "$b" "$(ratio "$a" "$b")" "$note"
+  a=$(val "mem.agtd.$n.pinned_kib_per_jail")
+  b=$(val "mem.bwrap.$n.pinned_kib_per_jail")
+  row "N=$n: unreclaimable memory growth per jail" "$a" "$b" "$(ratio "$a" "$b")" \
+    "(anon+shmem+SUnreclaim+stacks+page tables+percpu)"
+  a=$(val "mem.agtd.$n.pss_kib_per_jail")
+  b=$(val "mem.bwrap.$n.pss_kib_per_jail")
+  row "N=$n: PSS of the jail's processes per jail" "$a" "$b" "$(ratio "$a" "$b")" \
+    "procs/jail: $(val "mem.agtd.$n.procs_per_jail") vs $(val "mem.bwrap.$n.procs_per_jail")"
+  row "N=$n: agtd RSS before -> with N jails" \
+    "$(val "mem.agtd.$n.agtd_rss_before_kib")->$(val "mem.agtd.$n.agtd_rss_after_kib")" "-" "" \
+    "(+$(awk -v a="$(val "mem.agtd.$n.agtd_rss_before_kib")" -v b="$(val "mem.agtd.$n.agtd_rss_after_kib")" -v n="$n" 'BEGIN { printf "%.1f", (b - a) / n }') KiB/jail)"
+  row "N=$n: time to start / clean up all, s" \
+    "$(val "mem.agtd.$n.start_s")/$(val "mem.agtd.$n.cleanup_s")" \
+    "$(val "mem.bwrap.$n.start_s")/$(val "mem.bwrap.$n.cleanup_s")" "" ""
+done
+echo
+echo "agtd RSS at the end: $AGTD_RSS_END KiB; left behind: $LEFT_JAILS jails, $LEFT_PROCS processes, $LEFT_MOUNTS mounts"
+echo "latency phase wall time: $(val lat.wall_s) s"
+[ "$LEFT_JAILS" = 0 ] && [ "$LEFT_PROCS" = 0 ] && [ "$LEFT_MOUNTS" = 0 ] || die "the benchmark left things behind"
