@@ -241,3 +241,6 @@ echo
 echo "agtd RSS at the end: $AGTD_RSS_END KiB; left behind: $LEFT_JAILS jails, $LEFT_PROCS processes, $LEFT_MOUNTS mounts"
 echo "latency phase wall time: $(val lat.wall_s) s"
 [ "$LEFT_JAILS" = 0 ] && [ "$LEFT_PROCS" = 0 ] && [ "$LEFT_MOUNTS" = 0 ] || die "the benchmark left things behind"
+
+# 3. The egress proxy against a direct connection (bench/proxy.sh).
+BUILD=$BUILD bash "$SRCDIR/bench/proxy.sh"

@@ -610,6 +610,7 @@ static void resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
   else
     ((struct sockaddr_in6 *)pick->ai_addr)->sin6_port = htons(c->port);
   uv_tcp_init(c->e->loop, &c->upstream);
+  uv_tcp_nodelay(&c->upstream, 1); /* a relay must not add Nagle's delay to small writes */
   c->upstream.data = c;
   c->upstream_open = 1;
   c->handles++;
@@ -828,6 +829,7 @@ static void on_connection(uv_stream_t *server, int status)
     conn_close(c);
     return;
   }
+  uv_tcp_nodelay(&c->client, 1);
   uv_timer_start(&c->timer, idle_cb, CONNECT_TIMEOUT_MS, 0);
   if (e->nconns > e->policy.max_conns) {
     snprintf(c->method, sizeof c->method, "?");
