@@ -32,6 +32,12 @@ asan *args: (_setup "build-asan" "--buildtype=debugoptimized" "-Db_sanitize=addr
     meson compile -C build-asan
     bash scripts/meson-test.sh build-asan "$@"
 
+# Fuzz the wire codec, YAML and manifest loaders for SECONDS each (build-fuzz/: clang, ASan+UBSan)
+fuzz seconds="60":
+    if [ ! -f build-fuzz/build.ninja ]; then CC=clang meson setup build-fuzz --buildtype=debugoptimized -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false; fi
+    meson compile -C build-fuzz fuzz-proto fuzz-yaml fuzz-manifest
+    bash tests/fuzz/run.sh build-fuzz "$1"
+
 # Run the side-by-side benchmarks (bench/run.sh)
 bench: _have-bench build
     bash bench/run.sh
@@ -51,7 +57,7 @@ lint:
 
 # Remove the build directories
 clean:
-    rm -rf build build-asan
+    rm -rf build build-asan build-fuzz
 
 # meson setup DIR OPTIONS... unless DIR is already configured
 _setup dir *opts:

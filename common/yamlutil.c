@@ -112,6 +112,12 @@ int agt_yaml_error(agt_yaml_t *y, yaml_node_t *n, agt_error_t *err, const char *
   return agt_error_kind(err, AGT_E_INVALID, "%s: %s", y->file, msg);
 }
 
+/* Whether a scalar's text is all there as a C string: a NUL in it would cut it short. */
+static int whole(yaml_node_t *n)
+{
+  return strlen((const char *)n->data.scalar.value) == n->data.scalar.length;
+}
+
 int agt_yaml_get_str(agt_yaml_t *y, yaml_node_t *map, const char *key, const char **out,
                      agt_error_t *err)
 {
@@ -121,6 +127,8 @@ int agt_yaml_get_str(agt_yaml_t *y, yaml_node_t *map, const char *key, const cha
     return 0;
   if (n->type != YAML_SCALAR_NODE)
     return agt_yaml_error(y, n, err, "'%s' must be a string", key);
+  if (!whole(n))
+    return agt_yaml_error(y, n, err, "'%s' contains a NUL character", key);
   *out = agt_yaml_scalar(n);
   return 0;
 }
@@ -140,7 +148,7 @@ int agt_yaml_get_u64(agt_yaml_t *y, yaml_node_t *map, const char *key, unsigned 
     return agt_yaml_error(y, n, err, "'%s' must be a non-negative integer", key);
   errno = 0;
   v = strtoull(s, &end, 10);
-  if (errno || *end)
+  if (errno || *end || !whole(n))
     return agt_yaml_error(y, n, err, "'%s' must be a non-negative integer, not '%s'", key, s);
   *out = v;
   return 0;
@@ -154,6 +162,8 @@ int agt_yaml_get_bool(agt_yaml_t *y, yaml_node_t *map, const char *key, int *out
   if (n == NULL)
     return 0;
   s = agt_yaml_scalar(n);
+  if (s && !whole(n))
+    s = NULL;
   if (s && (strcmp(s, "true") == 0 || strcmp(s, "yes") == 0))
     *out = 1;
   else if (s && (strcmp(s, "false") == 0 || strcmp(s, "no") == 0))
@@ -176,6 +186,8 @@ int agt_yaml_check_keys(agt_yaml_t *y, yaml_node_t *map, const char *const *know
 
     if (k == NULL)
       return agt_yaml_error(y, kn, err, "keys must be strings");
+    if (!whole(kn))
+      return agt_yaml_error(y, kn, err, "key '%s' contains a NUL character", k);
     for (q = known; *q; q++)
       if (strcmp(*q, k) == 0)
         break;

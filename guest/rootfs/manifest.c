@@ -48,6 +48,13 @@ static const char *type_name(yaml_node_t *n)
   }
 }
 
+/* Scalars are used as C strings: one with a NUL in it would be cut short there. */
+static int has_nul(yaml_node_t *n)
+{
+  const char *s = agt_yaml_scalar(n);
+  return s && strlen(s) != n->data.scalar.length;
+}
+
 /* Reject keys outside `known` and duplicate keys. */
 static int check_keys(struct loader *l, yaml_node_t *map, const char *ctx, const char *const *known,
                       agt_error_t *err)
@@ -63,6 +70,8 @@ static int check_keys(struct loader *l, yaml_node_t *map, const char *ctx, const
 
     if (k == NULL)
       return lerr(l, kn, err, ctx, "keys must be strings");
+    if (has_nul(kn))
+      return lerr(l, kn, err, ctx, "key '%s' contains a NUL character", k);
     for (w = known; *w; w++)
       if (strcmp(*w, k) == 0)
         break;
@@ -152,6 +161,8 @@ static int get_bool(struct loader *l, yaml_node_t *map, const char *key, const c
 
   if (n == NULL)
     return 0;
+  if (has_nul(n))
+    s = NULL;
   if (s && (strcmp(s, "true") == 0 || strcmp(s, "yes") == 0))
     *out = 1;
   else if (s && (strcmp(s, "false") == 0 || strcmp(s, "no") == 0))
@@ -219,6 +230,8 @@ static int load_pin(struct loader *l, yaml_node_t *kn, yaml_node_t *vn, const ch
   if (arch == NULL || !word_ok(arch, LOWER DIGIT, LOWER DIGIT "_"))
     return lerr(l, kn, err, ctx, "architecture '%s' must be like x86_64 or aarch64",
                 arch ? arch : "?");
+  if (has_nul(kn))
+    return lerr(l, kn, err, ctx, "key '%s' contains a NUL character", arch);
   c = xasprintf("%s.%s", ctx, arch);
   if (check_keys(l, vn, c, keys, err) < 0)
     return -1;
@@ -267,7 +280,7 @@ static int load_download(struct loader *l, yaml_node_t *dn, const char *ctx,
     return lerr(l, dn, err, c, "'max_bytes' is required");
   const char *mb = agt_yaml_scalar(mn);
   char *end = NULL;
-  if (mb == NULL || *mb < '0' || *mb > '9' ||
+  if (mb == NULL || has_nul(mn) || *mb < '0' || *mb > '9' ||
       (errno = 0, s->max_bytes = strtoull(mb, &end, 10), errno != 0 || *end != '\0'))
     return lerr(l, mn, err, c, "'max_bytes' must be a non-negative integer, not %s",
                 mb ? mb : type_name(mn));
@@ -332,6 +345,8 @@ static int load_source(struct loader *l, yaml_node_t *sn, const char *ctx, struc
         const char *path = agt_yaml_scalar(pn);
         if (path == NULL)
           return lerr(l, pn, err, ctx, "'host' items must be paths, not %s", type_name(pn));
+        if (has_nul(pn))
+          return lerr(l, pn, err, ctx, "'host' contains a NUL character");
         if (check_path_node(l, pn, ctx, "host", path, err) < 0)
           return -1;
         s->paths[i] = xstrdup(path);
@@ -474,6 +489,8 @@ static int load_dirs(struct loader *l, yaml_node_t *dn, agt_error_t *err)
     d->line = (int)it->start_mark.line + 1;
     d->col = (int)it->start_mark.column + 1;
     if (it->type == YAML_SCALAR_NODE) {
+      if (has_nul(it))
+        return lerr(l, it, err, ctx, "'path' contains a NUL character");
       if (check_path_node(l, it, ctx, "path", agt_yaml_scalar(it), err) < 0)
         return -1;
       d->path = xstrdup(agt_yaml_scalar(it));
@@ -510,6 +527,8 @@ static int load_libraries(struct loader *l, yaml_node_t *ln, agt_error_t *err)
     if (s == NULL || *s == '\0')
       return lerr(l, it, err, ctx, "must be a library name or an absolute path, not %s",
                   s ? "an empty string" : type_name(it));
+    if (has_nul(it))
+      return lerr(l, it, err, ctx, "contains a NUL character");
     if (strchr(s, '/')) {
       if (check_path_node(l, it, ctx, "library", s, err) < 0)
         return -1;
