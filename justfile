@@ -46,6 +46,44 @@ bench: _have-bench build
 demo: build
     bash scripts/demo.sh
 
+# The lima-* recipes are thin calls of the agt built here (build/host/agt).  Its target is
+# the config's, else lima:$AGT_INSTANCE when limactl is in PATH, else local (Linux: agtd on
+# this machine, no VM).  docs/HOST.md describes each command.
+agt := justfile_directory() / "build" / "host" / "agt"
+
+# Create the Lima VM if missing, start it, wait for agtd (target local: start agtd)
+lima-up: build
+    "{{ agt }}" up
+
+# A login shell in the VM, or one command in it: just lima-shell uname -a
+lima-shell *args: build
+    "{{ agt }}" shell "$@"
+
+# Copy the VM into a new VM NAME (a gold image); a running VM is stopped for the copy
+lima-clone name: build
+    "{{ agt }}" clone "$1"
+
+# Stop the VM
+lima-stop: build
+    "{{ agt }}" stop
+
+# Delete the VM and its disk (asks first; pass --force when there is no terminal)
+lima-delete *args: build
+    "{{ agt }}" delete "$@"
+
+# Factory-reset the VM: a fresh disk, the same settings (asks; --force without a terminal)
+lima-reset *args: build
+    "{{ agt }}" reset "$@"
+
+# Up, then agt verify: 8 real opencode jails at once, checked (args go to agt verify)
+lima-verify-run *args: build
+    "{{ agt }}" up
+    "{{ agt }}" verify "$@"
+
+# Check the host, the VM and the guest; each failure comes with its fix
+lima-doctor: build
+    "{{ agt }}" doctor
+
 # Format every tracked (or new, not ignored) *.c and *.h with clang-format
 fmt:
     git ls-files -z --cached --others --exclude-standard -- '*.c' '*.h' | xargs -0 -r clang-format -i

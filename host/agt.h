@@ -19,15 +19,17 @@ struct agt_ctx {
   struct agt_host host;
   char host_os[32], host_arch[32];
   int quiet;
-  int exit_code; /* what agt exits with when the command succeeds (agt shell) */
+  int exit_code;            /* what agt exits with when the command succeeds (agt shell) */
+  agt_error_t config_error; /* AGT_CONFIG_ERRORS_OK: why the config did not load */
 };
 
 typedef int (*agt_cmd_fn)(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 
 /* What main() does before calling a command. */
 enum {
-  AGT_NEED_TARGET = 1 << 0, /* resolve the target (and limactl for lima targets) */
-  AGT_NEED_LIMA = 1 << 1,   /* the target must be a Lima VM */
+  AGT_NEED_TARGET = 1 << 0,      /* resolve the target (and limactl for lima targets) */
+  AGT_NEED_LIMA = 1 << 1,        /* the target must be a Lima VM */
+  AGT_CONFIG_ERRORS_OK = 1 << 2, /* run on defaults when the config does not load (doctor) */
 };
 
 struct agt_cmd {
@@ -77,5 +79,7 @@ int cmd_template(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 int cmd_config(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 int cmd_jail(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 int cmd_rootfs(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
+int cmd_verify(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
+int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 
 #endif

@@ -1,4 +1,6 @@
-/* agt jail run|ls|inspect|logs|stop|rm: agtd's jail requests, through the target. */
+/* agt jail run|create|start|attach|exec|logs|net|port|ls|inspect|stop|rm: agtd's jail
+ * requests, through the target.  Streams (attach, logs -f, exec) are in stream.c, forwarded
+ * ports in portfwd.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,6 +12,8 @@
 #include "agt.h"
 #include "base64.h"
 #include "cleanup.h"
+#include "portfwd.h"
+#include "stream.h"
 #include "util.h"
 #include "xalloc.h"
 
@@ -20,6 +24,11 @@ enum {
   OPT_NOFILE,
   OPT_TMP,
   OPT_LOG,
+  OPT_NET,
+  OPT_ALLOW,
+  OPT_NO_TTY,
+  OPT_DETACH_KEYS,
+  OPT_SINCE,
 };
 
 static const char *str(json_t *o, const char *key)
@@ -36,10 +45,152 @@ static int call(struct agt_ctx *c, const char *method, json_t *params, json_t **
   return r;
 }
 
+static void sleep_ms(long ms)
+{
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Streams: a stream that ended because the connection dropped says so. */
+static int stream_failed(struct agt_ctx *c, struct agt_stream *s, agt_error_t *err)
+{
+  const char *why = c->target.ssh ? agt_ssh_dropped(c->target.ssh) : NULL;
+
+  if (s->closed && why) {
+    agt_error_release(err);
+    return agt_error_kind(err, AGT_E_STATE, "%s", why);
+  }
+  return -1;
+}
+
+/* A jail's log from offset, in chunks, up to its end now. */
+static int print_log(struct agt_ctx *c, const char *name, uint64_t *offset, agt_error_t *err);
+
+/* The jail's output from offset until it exits, losslessly (a follow stream; after a
+ * dropped connection, again from where it stopped).  *code: the jail's exit code. */
+static int follow_log(struct agt_ctx *c, const char *name, uint64_t offset, int *code,
+                      agt_error_t *err)
+{
+  int tries = 0;
+
+  *code = 0;
+  for (;;) {
+    struct agt_stream s;
+    json_t *res;
+    cleanup_free char *why = NULL;
+    agt_error_t e2 = NULL;
+
+    if (call(c, "jail.logs",
+             json_pack("{s:s, s:I, s:b}", "name", name, "offset", (json_int_t)offset, "follow", 1),
+             &res, err) < 0)
+      return -1;
+    if (!json_is_true(json_object_get(res, "follow"))) {
+      /* it has exited: what the log holds is all there is */
+      json_decref(res);
+      if (print_log(c, name, &offset, err) < 0)
+        return -1;
+      if (call(c, "jail.inspect", json_pack("{s:s}", "name", name), &res, err) < 0)
+        return -1;
+      *code = (int)json_integer_value(json_object_get(res, "exit_code"));
+      json_decref(res);
+      return 0;
+    }
+    offset = (uint64_t)json_integer_value(json_object_get(res, "offset"));
+    json_decref(res);
+    memset(&s, 0, sizeof s);
+    s.rpc = &c->target.rpc;
+    if (agt_stream_run(&s, err) == 0) {
+      *code = s.exit_code;
+      return 0;
+    }
+    if (s.have_next)
+      offset = s.next;
+    if (!s.closed || c->target.ssh == NULL || agt_ssh_dropped(c->target.ssh) == NULL || ++tries > 3)
+      return stream_failed(c, &s, err);
+    why = xstrdup(agt_ssh_dropped(c->target.ssh));
+    agt_error_release(err);
+    agt_target_disconnect(&c->target);
+    if (!c->quiet)
+      fprintf(stderr, "agt: %s; connecting again\n", why);
+    if (agt_target_connect(&c->target, &e2) < 0) {
+      agt_error_kind(err, e2->kind, "%s, and connecting again failed: %s", why, e2->msg);
+      agt_error_release(&e2);
+      return -1;
+    }
+  }
+}
+
+/* Connect this terminal (or stdout) to a running jail until it exits (*code) or the user
+ * detaches (*code -1).  -2: agtd refused to attach (the error says why). */
+static int attach_jail(struct agt_ctx *c, const char *name, int read_only,
+                       const struct agt_detach_keys *keys, const char *keys_spec, int *code,
+                       agt_error_t *err)
+{
+  struct agt_stream s;
+  json_t *res;
+  int writer;
+
+  *code = -1;
+  if (call(c, "jail.attach", json_pack("{s:s, s:b}", "name", name, "write", !read_only), &res,
+           err) < 0)
+    return -2;
+  writer = json_is_true(json_object_get(res, "writer"));
+  json_decref(res);
+  if (isatty(2) && !c->quiet)
+    fprintf(stderr, "[attached to %s%s; detach with %s]\r\n", name, writer ? "" : ", read-only",
+            keys_spec);
+  memset(&s, 0, sizeof s);
+  s.rpc = &c->target.rpc;
+  s.interactive = writer;
+  s.keys = keys;
+  if (agt_stream_run(&s, err) < 0)
+    return stream_failed(c, &s, err);
+  if (s.end == AGT_STREAM_DETACHED) {
+    fprintf(stderr, "%s[detached from %s; it keeps running]\r\n", isatty(1) ? "\r\n" : "", name);
+    return 0;
+  }
+  *code = s.exit_code;
+  return 0;
+}
+
+/* After run or start: on the jail's terminal when this is an interactive one, else its
+ * output from log offset `from` until it exits.  agt then exits with the jail's code. */
+static int watch_jail(struct agt_ctx *c, const char *name, uint64_t from, int on_terminal,
+                      const struct agt_detach_keys *keys, const char *keys_spec, agt_error_t *err)
+{
+  int code = 0;
+
+  if (on_terminal) {
+    agt_error_t e = NULL;
+    int r = attach_jail(c, name, 0, keys, keys_spec, &code, &e);
+    if (r == 0) {
+      c->exit_code = code > 0 ? code : 0;
+      return 0;
+    }
+    if (r != -2 || e->kind != AGT_E_STATE) { /* not "it has exited already" */
+      *err = e;
+      return -1;
+    }
+    agt_error_release(&e); /* it ended before we could attach: its output, then its code */
+  }
+  if (follow_log(c, name, from, &code, err) < 0)
+    return -1;
+  c->exit_code = code;
+  return 0;
+}
+
 /* run */
 
 static const struct agt_opt run_opts[] = {
     {'n', "name", "NAME", "the jail's name (AGENT-xxxxxx)"},
+    {'d', "detach", NULL, "start the jail and return, without attaching to it"},
+    {'t', "tty", NULL, "run on a terminal (the default when attached from one)"},
+    {OPT_NO_TTY, "no-tty", NULL, "run without a terminal"},
+    {OPT_NET, "net", "MODE",
+     "network: none, allow (through agtd's proxy) or open (agents.AGENT.net)"},
+    {OPT_ALLOW, "allow", "HOST[:PORT]",
+     "let the jail reach HOST, or *.SUFFIX (repeatable; added to agents.AGENT.allow)"},
+    {OPT_DETACH_KEYS, "detach-keys", "KEYS", "keys that detach (jail.detach_keys: ctrl-p,ctrl-q)"},
     {'r', "rootfs", "REF", "rootfs id, id prefix or manifest name (jail.rootfs: default)"},
     {'w', "workspace", "DIR",
      "bound at /work (the current directory inside a writable mount; else a new one)"},
@@ -56,15 +207,20 @@ static const struct agt_opt run_opts[] = {
 
 static const struct agt_cmd_help run_help = {
     "agt jail run [OPTIONS] [AGENT] [-- COMMAND [ARGS...]]",
-    "Create a jail for AGENT (shell or opencode; jail.agent) and start it; answers once the "
-    "agent runs.",
+    "Create a jail for AGENT (shell or opencode; jail.agent), start it and attach to it (its "
+    "terminal, or its output until it exits; -d: return once the agent runs).",
+    run_opts};
+
+static const struct agt_cmd_help create_help = {
+    "agt jail create [OPTIONS] [AGENT] [-- COMMAND [ARGS...]]",
+    "Create a jail as 'agt jail run' would, without starting it ('agt jail start' does).",
     run_opts};
 
 struct run_opts {
   struct agt_ctx *c;
-  json_t *params, *limits, *env;
-  const char *workspace;
-  int json;
+  json_t *params, *limits, *env, *allow;
+  const char *workspace, *net, *keys;
+  int json, detach, tty;
 };
 
 static int set_limit(struct run_opts *o, const char *key, const char *v, int size, agt_error_t *err)
@@ -120,9 +276,56 @@ static int run_opt(void *ctx, int key, const char *arg, agt_error_t *err)
   case AGT_OPT_JSON:
     o->json = 1;
     return 0;
+  case 'd':
+    o->detach = 1;
+    return 0;
+  case 't':
+    o->tty = 1;
+    return 0;
+  case OPT_NO_TTY:
+    o->tty = 0;
+    return 0;
+  case OPT_NET:
+    if (strcmp(arg, "none") && strcmp(arg, "allow") && strcmp(arg, "open"))
+      return agt_error_kind(err, AGT_E_INVALID, "--net takes none, allow or open, not '%s'", arg);
+    o->net = arg;
+    return 0;
+  case OPT_ALLOW:
+    if (*arg == '\0' || strchr(arg, '/'))
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "--allow takes HOST[:PORT] (a name, *.suffix or an address), not '%s'",
+                            arg);
+    json_array_append_new(o->allow, json_string(arg));
+    return 0;
+  case OPT_DETACH_KEYS:
+    o->keys = arg;
+    return 0;
   default:
     return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
   }
+}
+
+/* The network of the agent's profile (agents.AGENT in the config), with the flags'
+ * additions: mode from --net or agents.AGENT.net, hosts from agents.AGENT.allow then
+ * --allow.  Nothing at all: agtd's default (allow, no host). */
+static void network_params(struct run_opts *o, const char *agent)
+{
+  const struct agt_cfg_agent *a = agt_config_agent(&o->c->cfg, agent);
+  const char *mode = o->net ? o->net : a ? a->net.text : NULL;
+  json_t *net = json_object(), *allow = json_array(), *v;
+  size_t i;
+
+  for (i = 0; a && i < a->nallow; i++)
+    json_array_append_new(allow, json_string(a->allow[i].text));
+  json_array_foreach(o->allow, i, v) json_array_append(allow, v);
+  if (mode)
+    json_object_set_new(net, "mode", json_string(mode));
+  if (json_array_size(allow))
+    json_object_set(net, "allow", allow);
+  if (json_object_size(net))
+    json_object_set(o->params, "network", net);
+  json_decref(allow);
+  json_decref(net);
 }
 
 /* The guest path of a host directory the VM mounts (NULL when it mounts none holding it);
@@ -227,15 +430,17 @@ static void limits_from_config(struct run_opts *o)
     set_env(o, o->c->cfg.env[i].text, NULL);
 }
 
-static int jail_run(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
+static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, agt_error_t *err)
 {
-  struct run_opts o = {c, json_object(), json_object(), json_object(), NULL, 0};
+  struct run_opts o = {
+      c, json_object(), json_object(), json_object(), json_array(), NULL, NULL, NULL, 0, 0, -1};
   const char *agent = agt_config_get(&c->cfg, AGT_CFG_JAIL_AGENT);
+  struct agt_detach_keys keys;
   json_t *res = NULL;
-  int i, r = -1;
+  int i, r = -1, interactive, tty;
 
   limits_from_config(&o);
-  i = agt_cmd_opts(argc, argv, &run_help, run_opt, &o, err);
+  i = agt_cmd_opts(argc, argv, create ? &create_help : &run_help, run_opt, &o, err);
   if (i == -2) {
     r = 0;
     goto out;
@@ -265,10 +470,30 @@ static int jail_run(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     json_object_set(o.params, "limits", o.limits);
   if (json_object_size(o.env))
     json_object_set(o.params, "env", o.env);
+  network_params(&o, agent);
+  if (o.keys == NULL)
+    o.keys = agt_config_get(&c->cfg, AGT_CFG_JAIL_DETACH_KEYS);
+  if (agt_detach_keys_parse(o.keys, &keys, err) < 0)
+    goto out;
+  /* Attached from a terminal, the jail gets one too: the agent runs as a person runs it
+   * (opencode's TUI).  Detached (-d), from a script, or created, it runs headless (opencode
+   * serve, reached with jail port) unless -t asks for a terminal. */
+  interactive = !create && !o.detach && isatty(0);
+  tty = o.tty >= 0 ? o.tty : interactive;
+  if (tty) {
+    unsigned rows, cols;
+    json_object_set_new(o.params, "tty", json_true());
+    if (agt_term_size(0, &rows, &cols) == 0)
+      json_object_set_new(o.params, "size", json_pack("[i,i]", (int)rows, (int)cols));
+  }
   if (pick_workspace(&o, err) < 0)
     goto out;
-  if (call(c, "jail.run", json_incref(o.params), &res, err) < 0) {
+  if (call(c, create ? "jail.create" : "jail.run", json_incref(o.params), &res, err) < 0) {
     agt_error_wrap(err, "jail '%s'", str(o.params, "name"));
+    goto out;
+  }
+  if (!create && !o.detach && !o.json) {
+    r = watch_jail(c, str(res, "name"), 0, interactive && tty, &keys, o.keys, err);
     goto out;
   }
   if (o.json) {
@@ -278,6 +503,8 @@ static int jail_run(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     printf("%s", str(res, "name"));
     if (ms)
       printf(" started in %.2f ms", json_number_value(ms));
+    else if (create)
+      printf(" created");
     printf("\n");
   }
   r = 0;
@@ -286,7 +513,18 @@ out:
   json_decref(o.params);
   json_decref(o.limits);
   json_decref(o.env);
+  json_decref(o.allow);
   return r;
+}
+
+static int jail_run(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
+{
+  return run_or_create(c, argc, argv, 0, err);
+}
+
+static int jail_create(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
+{
+  return run_or_create(c, argc, argv, 1, err);
 }
 
 /* ls */
@@ -296,7 +534,10 @@ static const struct agt_opt json_opts[] = {
     {0, NULL, NULL, NULL},
 };
 
-static const struct agt_cmd_help ls_help = {"agt jail ls [--json]", "List the jails.", json_opts};
+static const struct agt_cmd_help ls_help = {
+    "agt jail ls [--json]",
+    "List the jails: agent, state (and exit code), age, CPU time, memory, attached clients.",
+    json_opts};
 
 static const char *age(json_int_t t, char *buf, size_t n)
 {
@@ -318,21 +559,25 @@ static void print_jails(json_t *jails)
   size_t i;
   json_t *j;
 
-  printf("%-24s %-10s %-9s %-6s %-12s %-10s %s\n", "NAME", "AGENT", "STATE", "EXIT", "ROOTFS",
-         "AGE", "MEMORY");
+  printf("%-24s %-10s %-9s %-6s %-12s %-6s %-9s %-9s %s\n", "NAME", "AGENT", "STATE", "EXIT",
+         "ROOTFS", "AGE", "CPU", "MEMORY", "ATTACHED");
   json_array_foreach(jails, i, j)
   {
-    char exitbuf[16] = "-", agebuf[32], mem[24] = "-";
+    char exitbuf[16] = "-", agebuf[32], mem[24] = "-", cpu[24] = "-";
     json_t *code = json_object_get(j, "exit_code");
     json_t *usage = json_object_get(j, "usage");
     if (code)
       snprintf(exitbuf, sizeof exitbuf, "%d", (int)json_integer_value(code));
-    if (usage)
+    if (usage) {
       snprintf(mem, sizeof mem, "%.1fM",
                (double)json_integer_value(json_object_get(usage, "memory")) / 1048576.0);
-    printf("%-24s %-10s %-9s %-6s %-12.12s %-10s %s\n", str(j, "name"), str(j, "agent"),
+      snprintf(cpu, sizeof cpu, "%.2fs",
+               (double)json_integer_value(json_object_get(usage, "cpu_usec")) / 1e6);
+    }
+    printf("%-24s %-10s %-9s %-6s %-12.12s %-6s %-9s %-9s %d\n", str(j, "name"), str(j, "agent"),
            str(j, "state"), exitbuf, str(j, "rootfs"),
-           age(json_integer_value(json_object_get(j, "created")), agebuf, sizeof agebuf), mem);
+           age(json_integer_value(json_object_get(j, "created")), agebuf, sizeof agebuf), cpu, mem,
+           (int)json_integer_value(json_object_get(j, "attached")));
   }
 }
 
@@ -393,40 +638,43 @@ static int jail_inspect(struct agt_ctx *c, int argc, char **argv, agt_error_t *e
 /* logs */
 
 static const struct agt_opt logs_opts[] = {
-    {'f', "follow", NULL, "keep printing output as it comes, until the jail exits"},
+    {'f', "follow", NULL, "go on with the output as it comes, nothing lost, until the jail exits"},
+    {OPT_SINCE, "since", "OFFSET", "start at this byte offset of the log (0)"},
     {0, NULL, NULL, NULL},
 };
 
 static const struct agt_cmd_help logs_help = {
-    "agt jail logs [-f] NAME", "Print a jail's captured output (stdout and stderr).", logs_opts};
+    "agt jail logs [-f] [--since OFFSET] NAME",
+    "Print a jail's captured output (stdout and stderr, or its terminal).", logs_opts};
+
+struct logs_opts {
+  int follow;
+  uint64_t since;
+};
 
 static int logs_opt(void *ctx, int key, const char *arg, agt_error_t *err)
 {
-  (void)arg;
-  if (key != 'f')
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  *(int *)ctx = 1;
-  return 0;
+  struct logs_opts *o = ctx;
+
+  if (key == 'f') {
+    o->follow = 1;
+    return 0;
+  }
+  if (key == OPT_SINCE)
+    return agt_parse_u64("--since", arg, &o->since, err);
+  return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
 }
 
-static int jail_logs(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
+static int print_log(struct agt_ctx *c, const char *name, uint64_t *offset, agt_error_t *err)
 {
-  const char *name = NULL;
-  uint64_t offset = 0;
-  int follow = 0, i;
-
-  i = one_name(argc, argv, &logs_help, logs_opt, &follow, &name, err);
-  if (i < 0)
-    return i == -2 ? 0 : -1;
   for (;;) {
     json_t *res;
-    const char *b64, *state;
+    const char *b64;
     size_t len = 0;
     cleanup_free char *data = NULL;
     uint64_t next, end;
-    int done;
 
-    if (call(c, "jail.logs", json_pack("{s:s, s:I}", "name", name, "offset", (json_int_t)offset),
+    if (call(c, "jail.logs", json_pack("{s:s, s:I}", "name", name, "offset", (json_int_t)*offset),
              &res, err) < 0)
       return -1;
     b64 = json_string_value(json_object_get(res, "data_b64"));
@@ -437,20 +685,347 @@ static int jail_logs(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     }
     next = (uint64_t)json_integer_value(json_object_get(res, "next"));
     end = (uint64_t)json_integer_value(json_object_get(res, "end"));
+    json_decref(res);
+    *offset = next;
+    if (next >= end || len == 0)
+      return 0;
+  }
+}
+
+static int jail_logs(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
+{
+  struct logs_opts o = {0, 0};
+  const char *name = NULL;
+  uint64_t offset;
+  int i, code;
+
+  i = one_name(argc, argv, &logs_help, logs_opt, &o, &name, err);
+  if (i < 0)
+    return i == -2 ? 0 : -1;
+  offset = o.since;
+  if (o.follow)
+    return follow_log(c, name, offset, &code, err);
+  return print_log(c, name, &offset, err);
+}
+
+/* start */
+
+static const struct agt_opt start_opts[] = {
+    {'a', "attach", NULL, "attach to the jail once it runs (as 'agt jail run' does)"},
+    {OPT_DETACH_KEYS, "detach-keys", "KEYS", "keys that detach (jail.detach_keys: ctrl-p,ctrl-q)"},
+    AGT_OPT_JSON_ENTRY,
+    {0, NULL, NULL, NULL},
+};
+
+static const struct agt_cmd_help start_help = {
+    "agt jail start [--attach] [--detach-keys KEYS] [--json] NAME",
+    "Start a jail that was created, or has exited; answers once its agent runs.", start_opts};
+
+struct start_opts {
+  int attach, json;
+  const char *keys;
+};
+
+static int start_opt(void *ctx, int key, const char *arg, agt_error_t *err)
+{
+  struct start_opts *o = ctx;
+
+  if (key == 'a')
+    o->attach = 1;
+  else if (key == OPT_DETACH_KEYS)
+    o->keys = arg;
+  else if (key == AGT_OPT_JSON)
+    o->json = 1;
+  else
+    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
+  return 0;
+}
+
+static int jail_start(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
+{
+  struct start_opts o = {0, 0, NULL};
+  struct agt_detach_keys keys;
+  const char *name = NULL;
+  json_t *res;
+  uint64_t from = 0;
+  int i;
+
+  i = one_name(argc, argv, &start_help, start_opt, &o, &name, err);
+  if (i < 0)
+    return i == -2 ? 0 : -1;
+  if (o.keys == NULL)
+    o.keys = agt_config_get(&c->cfg, AGT_CFG_JAIL_DETACH_KEYS);
+  if (agt_detach_keys_parse(o.keys, &keys, err) < 0)
+    return -1;
+  if (o.attach) { /* the log goes on across runs: this run's output starts at its end now */
+    if (call(c, "jail.logs", json_pack("{s:s, s:I}", "name", name, "max", (json_int_t)0), &res,
+             err) < 0)
+      return -1;
+    from = (uint64_t)json_integer_value(json_object_get(res, "end"));
+    json_decref(res);
+  }
+  if (call(c, "jail.start", json_pack("{s:s}", "name", name), &res, err) < 0)
+    return -1;
+  if (o.attach) {
+    int term = isatty(0) && json_is_true(json_object_get(res, "tty"));
+    json_decref(res);
+    return watch_jail(c, name, from, term, &keys, o.keys, err);
+  }
+  if (o.json) {
+    agt_print_json(res);
+  } else {
+    printf("%s started in %.2f ms\n", str(res, "name"),
+           json_number_value(json_object_get(res, "start_ms")));
+  }
+  json_decref(res);
+  return 0;
+}
+
+/* attach */
+
+static const struct agt_opt attach_opts[] = {
+    {'r', "read-only", NULL, "watch without typing into the jail's terminal"},
+    {OPT_DETACH_KEYS, "detach-keys", "KEYS", "keys that detach (jail.detach_keys: ctrl-p,ctrl-q)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct agt_cmd_help attach_help = {
+    "agt jail attach [--read-only] [--detach-keys KEYS] NAME",
+    "Connect this terminal to a running jail's terminal (raw mode, window size passed on); "
+    "the detach keys leave it running.  The first client attached types, others watch.",
+    attach_opts};
+
+struct attach_opts {
+  int read_only;
+  const char *keys;
+};
+
+static int attach_opt(void *ctx, int key, const char *arg, agt_error_t *err)
+{
+  struct attach_opts *o = ctx;
+
+  if (key == 'r')
+    o->read_only = 1;
+  else if (key == OPT_DETACH_KEYS)
+    o->keys = arg;
+  else
+    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
+  return 0;
+}
+
+static int jail_attach(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
+{
+  struct attach_opts o = {0, NULL};
+  struct agt_detach_keys keys;
+  const char *name = NULL;
+  int i, code;
+
+  i = one_name(argc, argv, &attach_help, attach_opt, &o, &name, err);
+  if (i < 0)
+    return i == -2 ? 0 : -1;
+  if (o.keys == NULL)
+    o.keys = agt_config_get(&c->cfg, AGT_CFG_JAIL_DETACH_KEYS);
+  if (agt_detach_keys_parse(o.keys, &keys, err) < 0)
+    return -1;
+  if (attach_jail(c, name, o.read_only, &keys, o.keys, &code, err) < 0)
+    return -1;
+  if (code > 0)
+    c->exit_code = code;
+  return 0;
+}
+
+/* exec */
+
+static const struct agt_cmd_help exec_help = {
+    "agt jail exec NAME [--] COMMAND [ARGS...]",
+    "Run another command in a running jail (its namespaces, user, limits and environment, in "
+    "/work, stdin /dev/null); prints its output and exits with its exit code.",
+    NULL};
+
+static int jail_exec(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
+{
+  struct agt_stream s;
+  const char *name;
+  json_t *res, *a;
+  int i = agt_cmd_opts(argc, argv, &exec_help, NULL, NULL, err);
+
+  if (i < 0)
+    return i == -2 ? 0 : -1;
+  if (i >= argc)
+    return agt_error_kind(err, AGT_E_INVALID, "usage: %s", exec_help.usage);
+  name = argv[i++];
+  if (i < argc && strcmp(argv[i], "--") == 0)
+    i++;
+  if (i >= argc)
+    return agt_error_kind(err, AGT_E_INVALID, "usage: %s", exec_help.usage);
+  a = json_array();
+  for (; i < argc; i++)
+    json_array_append_new(a, json_string(argv[i]));
+  if (call(c, "jail.exec", json_pack("{s:s, s:o}", "name", name, "argv", a), &res, err) < 0)
+    return -1;
+  json_decref(res);
+  memset(&s, 0, sizeof s);
+  s.rpc = &c->target.rpc;
+  if (agt_stream_run(&s, err) < 0)
+    return stream_failed(c, &s, err);
+  c->exit_code = s.exit_code;
+  return 0;
+}
+
+/* net */
+
+static const struct agt_opt net_opts[] = {
+    {'f', "follow", NULL, "go on printing decisions as they come, until the jail exits"},
+    AGT_OPT_JSON_ENTRY,
+    {0, NULL, NULL, NULL},
+};
+
+static const struct agt_cmd_help net_help = {
+    "agt jail net [-f] [--json] NAME",
+    "What the jail's network proxy allowed and refused, and why: one line per decision (with "
+    "--json, one JSON object per line).",
+    net_opts};
+
+struct net_opts {
+  int follow, json;
+};
+
+static int net_opt(void *ctx, int key, const char *arg, agt_error_t *err)
+{
+  struct net_opts *o = ctx;
+
+  (void)arg;
+  if (key == 'f')
+    o->follow = 1;
+  else if (key == AGT_OPT_JSON)
+    o->json = 1;
+  else
+    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
+  return 0;
+}
+
+static void print_decision(json_t *e)
+{
+  printf("%-8s %-7s %s:%lld", str(e, "decision"), str(e, "method"), str(e, "host"),
+         (long long)json_integer_value(json_object_get(e, "port")));
+  if (json_object_get(e, "address"))
+    printf(" (%s)", str(e, "address"));
+  if (json_object_get(e, "bytes_up"))
+    printf(" up %lld down %lld", (long long)json_integer_value(json_object_get(e, "bytes_up")),
+           (long long)json_integer_value(json_object_get(e, "bytes_down")));
+  if (json_object_get(e, "reason"))
+    printf(": %s", str(e, "reason"));
+  printf("\n");
+}
+
+static int jail_net(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
+{
+  struct net_opts o = {0, 0};
+  const char *name = NULL;
+  uint64_t offset = 0;
+  int i;
+
+  i = one_name(argc, argv, &net_help, net_opt, &o, &name, err);
+  if (i < 0)
+    return i == -2 ? 0 : -1;
+  for (;;) {
+    json_t *res, *e;
+    const char *state;
+    size_t k;
+    uint64_t next, end;
+    int done;
+
+    if (call(c, "jail.net", json_pack("{s:s, s:I}", "name", name, "offset", (json_int_t)offset),
+             &res, err) < 0)
+      return -1;
+    json_array_foreach(json_object_get(res, "entries"), k, e)
+    {
+      if (o.json) {
+        char *line = json_dumps(e, JSON_COMPACT | JSON_SORT_KEYS);
+        if (line)
+          puts(line);
+        free(line);
+      } else {
+        print_decision(e);
+      }
+    }
+    next = (uint64_t)json_integer_value(json_object_get(res, "next"));
+    end = (uint64_t)json_integer_value(json_object_get(res, "end"));
     state = str(res, "state");
     done =
-        next >= end && (!follow || strcmp(state, "exited") == 0 || strcmp(state, "created") == 0);
+        next >= end && (!o.follow || strcmp(state, "exited") == 0 || strcmp(state, "created") == 0);
     json_decref(res);
     offset = next;
     if (done)
-      break;
+      return 0;
     fflush(stdout);
-    if (next >= end) {
-      struct timespec ts = {0, 100 * 1000 * 1000};
-      nanosleep(&ts, NULL);
-    }
+    if (next >= end)
+      sleep_ms(200);
   }
+}
+
+/* port */
+
+static const struct agt_cmd_help port_help = {
+    "agt jail port NAME GUESTPORT [LOCALPORT]",
+    "Forward this machine's 127.0.0.1:LOCALPORT (GUESTPORT; 0: any free port) to GUESTPORT on "
+    "the jail's loopback, through agtd, until ctrl-c.",
+    NULL};
+
+static int parse_port(const char *what, const char *s, int zero_ok, unsigned *out, agt_error_t *err)
+{
+  uint64_t v;
+
+  if (agt_parse_u64(what, s, &v, err) < 0)
+    return -1;
+  if (v > 65535 || (v == 0 && !zero_ok))
+    return agt_error_kind(err, AGT_E_INVALID, "%s %s is out of range (%d..65535)", what, s,
+                          zero_ok ? 0 : 1);
+  *out = (unsigned)v;
   return 0;
+}
+
+static void port_listening(void *ctx, unsigned port)
+{
+  struct agt_portfwd *p = ctx;
+
+  printf("forwarding 127.0.0.1:%u to port %u in jail %s (ctrl-c stops)\n", port, p->guest_port,
+         p->jail);
+  fflush(stdout);
+}
+
+static int jail_port(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
+{
+  struct agt_portfwd p;
+  json_t *res;
+  int i = agt_cmd_opts(argc, argv, &port_help, NULL, NULL, err);
+
+  if (i < 0)
+    return i == -2 ? 0 : -1;
+  if (argc - i < 2 || argc - i > 3)
+    return agt_error_kind(err, AGT_E_INVALID, "usage: %s", port_help.usage);
+  memset(&p, 0, sizeof p);
+  p.target = &c->target;
+  p.jail = argv[i];
+  p.quiet = c->quiet;
+  p.listening = port_listening;
+  p.ctx = &p;
+  if (parse_port("guest port", argv[i + 1], 0, &p.guest_port, err) < 0)
+    return -1;
+  p.local_port = p.guest_port;
+  if (argc - i == 3 && parse_port("local port", argv[i + 2], 1, &p.local_port, err) < 0)
+    return -1;
+  /* once up front, so a wrong name or a stopped jail fails here, not per connection */
+  if (call(c, "jail.inspect", json_pack("{s:s}", "name", p.jail), &res, err) < 0)
+    return -1;
+  if (strcmp(str(res, "state"), "running") != 0) {
+    agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s: only a running jail's ports can be reached",
+                   p.jail, str(res, "state"));
+    json_decref(res);
+    return -1;
+  }
+  json_decref(res);
+  return agt_portfwd_run(&p, err);
 }
 
 /* stop */
@@ -570,10 +1145,16 @@ static const struct {
   agt_cmd_fn fn;
   const char *help;
 } subs[] = {
-    {"run", jail_run, "create a jail and start its agent"},
+    {"run", jail_run, "create a jail, start its agent and attach to it (-d: do not)"},
+    {"create", jail_create, "create a jail without starting it"},
+    {"start", jail_start, "start a created or exited jail"},
+    {"attach", jail_attach, "connect this terminal to a running jail's terminal"},
+    {"exec", jail_exec, "run another command in a running jail"},
+    {"logs", jail_logs, "a jail's output (-f: follow it, nothing lost)"},
+    {"net", jail_net, "what the jail's network proxy allowed and refused"},
+    {"port", jail_port, "forward a local port to a port on the jail's loopback"},
     {"ls", jail_ls, "list the jails"},
     {"inspect", jail_inspect, "everything about one jail, as JSON"},
-    {"logs", jail_logs, "a jail's output (-f: follow it)"},
     {"stop", jail_stop, "stop a jail"},
     {"rm", jail_rm, "remove a jail"},
 };
@@ -594,5 +1175,7 @@ int cmd_jail(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     if (strcmp(subs[i].name, sub) == 0)
       return subs[i].fn(c, argc - 1, argv + 1, err);
   return agt_error_kind(err, AGT_E_INVALID,
-                        "unknown jail command '%s' (run, ls, inspect, logs, stop, rm)", sub);
+                        "unknown jail command '%s' (run, create, start, attach, exec, logs, net, "
+                        "port, ls, inspect, stop, rm)",
+                        sub);
 }

@@ -1,12 +1,21 @@
 /* agt up: create the VM from the rendered template if it does not exist, start it if it
- * is not running, and wait until agtd answers through SSH.  Running it again is cheap. */
+ * is not running, and wait until agtd answers through SSH.  Running it again is cheap.
+ * With target local, start agtd on this machine when none answers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agt.h"
+#include "agt_paths.h"
 #include "cleanup.h"
+#include "subprocess.h"
 #include "util.h"
 #include "xalloc.h"
 
@@ -91,12 +100,133 @@ static int wait_for_agtd(struct agt_ctx *c, agt_error_t *err)
   return agt_error_wrap(err, "agtd does not answer");
 }
 
+/* The agtd that `agt up` starts for target local: $AGT_AGTD, else the one built next to
+ * this agt, else agtd in PATH. */
+static char *local_agtd(void)
+{
+  const char *env = getenv("AGT_AGTD");
+  char *p;
+
+  if (env && *env)
+    return xstrdup(env);
+  p = xasprintf("%s/guest/agtd", AGT_BUILD_ROOT);
+  if (access(p, X_OK) == 0)
+    return p;
+  free(p);
+  p = agt_find_program("agtd");
+  return p ? p : agt_find_program("/usr/local/sbin/agtd");
+}
+
+static const char *env_or(const char *name, const char *def)
+{
+  const char *v = getenv(name);
+  return v && *v ? v : def;
+}
+
+/* Target local with no agtd answering: start one, as root, detached from agt (its own
+ * session, output appended to its log), and wait until it answers. */
+static int start_local_agtd(struct agt_ctx *c, agt_error_t *err)
+{
+  const char *sock = agt_config_get(&c->cfg, AGT_CFG_AGTD_SOCKET);
+  const char *state = env_or("AGT_AGTD_STATE", "/var/lib/agt");
+  const char *log = env_or("AGT_AGTD_LOG", "/var/log/agt/agtd.log");
+  const char *cgroup = env_or("AGT_AGTD_CGROUP", "agt");
+  cleanup_free char *agtd = local_agtd(), *logdir = xstrdup(log);
+  struct agt_strv a = {0};
+  cleanup_strv char **argv = NULL;
+  char *slash;
+  int logfd, devnull, status;
+  pid_t pid;
+
+  if (agtd == NULL)
+    return agt_error_kind(err, AGT_E_NOTFOUND,
+                          "no agtd to start: build it (just build), or set AGT_AGTD");
+  if (geteuid() != 0)
+    return agt_error_kind(err, AGT_E_STATE,
+                          "agtd does not answer at %s, and only root can start it: run 'agt up' "
+                          "as root (sudo), or start '%s serve' yourself",
+                          sock, agtd);
+  if ((slash = strrchr(logdir, '/')) != NULL && slash != logdir) {
+    *slash = '\0';
+    if (agt_mkdir_p(logdir, 0755, err) < 0)
+      return -1;
+  }
+  logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (logfd < 0)
+    return agt_error_make(err, errno, "open agtd's log '%s'", log);
+  devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  agt_strv_push(&a, agtd);
+  agt_strv_push(&a, "serve");
+  agt_strv_pushf(&a, "--socket=%s", sock);
+  agt_strv_pushf(&a, "--state-dir=%s", state);
+  agt_strv_pushf(&a, "--cgroup=%s", cgroup);
+  if (c->cfg.nmounts) { /* the project directories, besides agtd's own defaults */
+    agt_strv_push(&a, "--workspace-root=/home");
+    agt_strv_push(&a, "--workspace-root=/Users");
+    for (size_t i = 0; i < c->cfg.nmounts; i++)
+      agt_strv_pushf(&a, "--workspace-root=%s", c->cfg.mounts[i].location);
+  }
+  argv = agt_strv_steal(&a);
+  agt_note(c, "starting agtd: %s serve --socket=%s --state-dir=%s (log: %s)", agtd, sock, state,
+           log);
+  pid = fork();
+  if (pid < 0) {
+    close(logfd);
+    if (devnull >= 0)
+      close(devnull);
+    return agt_error_make(err, errno, "fork");
+  }
+  if (pid == 0) { /* only async-signal-safe calls from here on */
+    struct sigaction sa;
+    sigset_t none;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigaction(SIGPIPE, &sa, NULL);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    setsid(); /* not in agt's session: a ^C there does not reach agtd */
+    if ((devnull >= 0 && dup2(devnull, STDIN_FILENO) < 0) || dup2(logfd, STDOUT_FILENO) < 0 ||
+        dup2(logfd, STDERR_FILENO) < 0)
+      _exit(127);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  close(logfd);
+  if (devnull >= 0)
+    close(devnull);
+  for (int i = 0; i < 200; i++) { /* 10 s */
+    agt_error_t e = NULL;
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    if (agt_target_connect(&c->target, &e) == 0) {
+      agt_note(c, "agtd started (pid %ld)", (long)pid);
+      return 0;
+    }
+    agt_error_release(&e);
+    if (waitpid(pid, &status, WNOHANG) == pid)
+      return agt_error_kind(err, AGT_E_STATE, "agtd exited at once (status %d): see %s",
+                            WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), log);
+    nanosleep(&ts, NULL);
+  }
+  return agt_error_kind(err, AGT_E_STATE, "agtd (pid %ld) does not answer at %s: see %s", (long)pid,
+                        sock, log);
+}
+
 static int up_other(struct agt_ctx *c, agt_error_t *err)
 {
   char desc[256];
+  agt_error_t e = NULL;
 
-  if (agt_target_connect(&c->target, err) < 0)
-    return -1;
+  if (agt_target_connect(&c->target, &e) < 0) {
+    /* target local: nothing listens there (no socket, or a stale one): start agtd.  Any
+     * other failure (permissions, an agtd that does not answer) is left to the user. */
+    if (c->target.kind != AGT_TARGET_LOCAL || (e->status != ENOENT && e->status != ECONNREFUSED)) {
+      *err = e;
+      return -1;
+    }
+    agt_error_release(&e);
+    if (start_local_agtd(c, err) < 0)
+      return agt_error_wrap(err, "target local");
+  }
   printf("agtd %s answers at %s\n",
          json_string_value(json_object_get(c->target.rpc.hello, "agtd_version")),
          agt_target_describe(&c->target, desc, sizeof desc));

@@ -12,6 +12,8 @@
 #include "cleanup.h"
 #include "cli.h"
 #include "lima.h"
+#include "names.h"
+#include "stream.h"
 #include "xalloc.h"
 #include "yamlutil.h"
 
@@ -24,6 +26,7 @@ enum cfg_type {
   T_DURATION,
   T_ENUM, /* one of `choices` */
   T_TARGET,
+  T_KEYS, /* detach keys: ctrl-p,ctrl-q */
 };
 
 struct key_desc {
@@ -54,6 +57,7 @@ static const struct key_desc keys[AGT_CFG_NKEYS] = {
     [AGT_CFG_SSH_CONNECT_TIMEOUT] = {"ssh.connect_timeout", T_DURATION, NULL},
     [AGT_CFG_JAIL_AGENT] = {"jail.agent", T_ENUM, "shell|opencode"},
     [AGT_CFG_JAIL_ROOTFS] = {"jail.rootfs", T_STR, NULL},
+    [AGT_CFG_JAIL_DETACH_KEYS] = {"jail.detach_keys", T_KEYS, NULL},
     [AGT_CFG_JAIL_MEMORY] = {"jail.limits.memory", T_SIZE, NULL},
     [AGT_CFG_JAIL_PIDS] = {"jail.limits.pids", T_UINT, NULL},
     [AGT_CFG_JAIL_CPU] = {"jail.limits.cpu", T_UINT, NULL},
@@ -65,6 +69,9 @@ static const struct key_desc keys[AGT_CFG_NKEYS] = {
 /* List keys: their items append. */
 #define KEY_MOUNTS "vm.mounts"
 #define KEY_ENV "jail.env"
+/* agents.NAME.{net,allow}: a section per agent profile. */
+#define KEY_AGENTS "agents"
+#define NET_MODES "none|allow|open"
 
 const char *agt_config_key_name(enum agt_cfg_key key)
 {
@@ -169,6 +176,10 @@ static int check_value(enum agt_cfg_key k, const char *v, agt_error_t *err)
     return agt_error_kind(err, AGT_E_INVALID,
                           "'%s' must be lima[:NAME], ssh://USER@HOST[:PORT] or local, not '%s'",
                           d->path, v);
+  case T_KEYS: {
+    struct agt_detach_keys dk;
+    return agt_detach_keys_parse(v, &dk, err) < 0 ? agt_error_wrap(err, "'%s'", d->path) : 0;
+  }
   }
   return 0;
 }
@@ -218,6 +229,7 @@ void agt_config_init(struct agt_config *c)
   set_text(&c->v[AGT_CFG_SSH_CONNECT_TIMEOUT], xstrdup("10s"), &def);
   set_text(&c->v[AGT_CFG_JAIL_AGENT], xstrdup("shell"), &def);
   set_text(&c->v[AGT_CFG_JAIL_ROOTFS], xstrdup("default"), &def);
+  set_text(&c->v[AGT_CFG_JAIL_DETACH_KEYS], xstrdup(AGT_DETACH_KEYS_DEFAULT), &def);
 }
 
 void agt_config_release(struct agt_config *c)
@@ -232,6 +244,15 @@ void agt_config_release(struct agt_config *c)
   for (size_t i = 0; i < c->nenv; i++)
     free(c->env[i].text);
   free(c->env);
+  for (size_t i = 0; i < c->nagents; i++) {
+    struct agt_cfg_agent *a = &c->agents[i];
+    free(a->name);
+    free(a->net.text);
+    for (size_t k = 0; k < a->nallow; k++)
+      free(a->allow[k].text);
+    free(a->allow);
+  }
+  free(c->agents);
   for (size_t i = 0; i < c->nfiles; i++)
     free(c->files[i]);
   free(c->files);
@@ -241,6 +262,14 @@ void agt_config_release(struct agt_config *c)
 const char *agt_config_get(const struct agt_config *c, enum agt_cfg_key key)
 {
   return c->v[key].text;
+}
+
+const struct agt_cfg_agent *agt_config_agent(const struct agt_config *c, const char *name)
+{
+  for (size_t i = 0; i < c->nagents; i++)
+    if (strcmp(c->agents[i].name, name) == 0)
+      return &c->agents[i];
+  return NULL;
 }
 
 int agt_config_set(struct agt_config *c, enum agt_cfg_key key, const char *value,
@@ -386,6 +415,100 @@ static int load_list(struct loader *l, const char *path, yaml_node_t *n, agt_err
   return 0;
 }
 
+/* agents.NAME.allow entries: HOST, HOST:PORT, *.SUFFIX[:PORT] or an address; agtd checks
+ * the rest.  A URL is the likely mistake. */
+static int allow_ok(const char *v)
+{
+  if (*v == '\0' || strstr(v, "://") || strchr(v, '/'))
+    return 0;
+  for (const char *p = v; *p; p++)
+    if (*p == ' ' || *p == '\t')
+      return 0;
+  return 1;
+}
+
+static struct agt_cfg_agent *agent_get(struct agt_config *c, const char *name)
+{
+  struct agt_cfg_agent *a;
+
+  for (size_t i = 0; i < c->nagents; i++)
+    if (strcmp(c->agents[i].name, name) == 0)
+      return &c->agents[i];
+  c->agents = xrealloc(c->agents, (c->nagents + 1) * sizeof *c->agents);
+  a = &c->agents[c->nagents++];
+  memset(a, 0, sizeof *a);
+  a->name = xstrdup(name);
+  return a;
+}
+
+static int load_agent(struct loader *l, const char *name, yaml_node_t *map, agt_error_t *err)
+{
+  struct agt_cfg_agent *a = agent_get(l->c, name);
+
+  if (map->type == YAML_SCALAR_NODE && agt_yaml_scalar(map)[0] == '\0')
+    return 0;
+  if (map->type != YAML_MAPPING_NODE)
+    return agt_yaml_error(l->y, map, err, "'%s.%s' must be a mapping (net, allow)", KEY_AGENTS,
+                          name);
+  for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+    yaml_node_t *kn = agt_yaml_node(l->y, p->key), *vn = agt_yaml_node(l->y, p->value);
+    const char *key = agt_yaml_scalar(kn);
+
+    if (key && strcmp(key, "net") == 0) {
+      const char *v = agt_yaml_scalar(vn);
+      if (v == NULL || !enum_has(NET_MODES, v))
+        return agt_yaml_error(l->y, vn, err, "'%s.%s.net' must be one of %s, not '%s'", KEY_AGENTS,
+                              name, NET_MODES, v ? v : "a list or mapping");
+      struct agt_cfg_origin o = origin_of(l, vn);
+      set_text(&a->net, xstrdup(v), &o);
+    } else if (key && strcmp(key, "allow") == 0) {
+      if (vn->type == YAML_SCALAR_NODE && agt_yaml_scalar(vn)[0] == '\0')
+        continue;
+      if (vn->type != YAML_SEQUENCE_NODE)
+        return agt_yaml_error(l->y, vn, err, "'%s.%s.allow' must be a list", KEY_AGENTS, name);
+      for (yaml_node_item_t *it = vn->data.sequence.items.start; it < vn->data.sequence.items.top;
+           it++) {
+        yaml_node_t *item = agt_yaml_node(l->y, *it);
+        const char *v = agt_yaml_scalar(item);
+        if (v == NULL || !allow_ok(v))
+          return agt_yaml_error(l->y, item, err,
+                                "'%s.%s.allow' entry '%s' is not HOST[:PORT] (a name, *.suffix "
+                                "or an address, without scheme or path)",
+                                KEY_AGENTS, name, v ? v : "?");
+        a->allow = xrealloc(a->allow, (a->nallow + 1) * sizeof *a->allow);
+        a->allow[a->nallow].text = xstrdup(v);
+        a->allow[a->nallow++].origin = origin_of(l, item);
+      }
+    } else {
+      return agt_yaml_error(l->y, kn, err, "unknown key '%s.%s.%s' (net, allow)", KEY_AGENTS, name,
+                            key ? key : "?");
+    }
+  }
+  return 0;
+}
+
+static int load_agents(struct loader *l, yaml_node_t *map, agt_error_t *err)
+{
+  if (map->type == YAML_SCALAR_NODE && agt_yaml_scalar(map)[0] == '\0')
+    return 0;
+  if (map->type != YAML_MAPPING_NODE)
+    return agt_yaml_error(l->y, map, err, "'%s' must be a mapping of agent names", KEY_AGENTS);
+  for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+    yaml_node_t *kn = agt_yaml_node(l->y, p->key);
+    const char *name = agt_yaml_scalar(kn);
+    agt_error_t e = NULL;
+
+    if (name == NULL || agt_name_check("agent name", name, &e) < 0) {
+      agt_yaml_error(l->y, kn, err, "'%s': %s", KEY_AGENTS, e ? e->msg : "keys must be names");
+      agt_error_release(&e);
+      return -1;
+    }
+    if (load_agent(l, name, agt_yaml_node(l->y, p->value), err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
 static int is_section(const char *path)
 {
   size_t n = strlen(path);
@@ -420,6 +543,8 @@ static int load_map(struct loader *l, const char *prefix, yaml_node_t *map, agt_
       r = load_scalar(l, (enum agt_cfg_key)k, vn, err);
     else if (strcmp(path, KEY_MOUNTS) == 0 || strcmp(path, KEY_ENV) == 0)
       r = load_list(l, path, vn, err);
+    else if (strcmp(path, KEY_AGENTS) == 0)
+      r = load_agents(l, vn, err);
     else if (is_section(path))
       r = load_map(l, path, vn, err);
     else
@@ -653,11 +778,21 @@ void agt_config_show(const struct agt_config *c, FILE *f)
     put_line(f, indent, key, v->text, v->text ? &v->origin : NULL);
     show_lists_after(c, (enum agt_cfg_key)k, f);
   }
+  fprintf(f, "%s:%s\n", KEY_AGENTS, c->nagents ? "" : " {}");
+  for (size_t i = 0; i < c->nagents; i++) {
+    const struct agt_cfg_agent *a = &c->agents[i];
+    fprintf(f, "  %s:\n", a->name);
+    put_line(f, 4, "net:", a->net.text, a->net.text ? &a->net.origin : NULL);
+    fprintf(f, "    allow:%s\n", a->nallow ? "" : " []");
+    for (size_t k = 0; k < a->nallow; k++)
+      put_line(f, 6, "-", a->allow[k].text, &a->allow[k].origin);
+  }
 }
 
 void agt_config_show_json(const struct agt_config *c, FILE *f)
 {
   json_t *o = json_object(), *mounts = json_array(), *env = json_array(), *files = json_array();
+  json_t *agents = json_object();
   char *s;
 
   for (int k = 0; k < AGT_CFG_NKEYS; k++) {
@@ -682,10 +817,25 @@ void agt_config_show_json(const struct agt_config *c, FILE *f)
     cleanup_free char *where = agt_cfg_origin_str(&c->env[i].origin);
     json_array_append_new(env, json_pack("{s:s, s:s}", "value", c->env[i].text, "from", where));
   }
+  for (size_t i = 0; i < c->nagents; i++) {
+    const struct agt_cfg_agent *a = &c->agents[i];
+    json_t *allow = json_array(), *net = json_null();
+    for (size_t k = 0; k < a->nallow; k++) {
+      cleanup_free char *where = agt_cfg_origin_str(&a->allow[k].origin);
+      json_array_append_new(allow,
+                            json_pack("{s:s, s:s}", "value", a->allow[k].text, "from", where));
+    }
+    if (a->net.text) {
+      cleanup_free char *where = agt_cfg_origin_str(&a->net.origin);
+      net = json_pack("{s:s, s:s}", "value", a->net.text, "from", where);
+    }
+    json_object_set_new(agents, a->name, json_pack("{s:o, s:o}", "net", net, "allow", allow));
+  }
   for (size_t i = 0; i < c->nfiles; i++)
     json_array_append_new(files, json_string(c->files[i]));
   json_object_set_new(o, KEY_MOUNTS, mounts);
   json_object_set_new(o, KEY_ENV, env);
+  json_object_set_new(o, KEY_AGENTS, agents);
   json_object_set_new(o, "files", files);
   s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
   if (s)

@@ -44,6 +44,14 @@ struct agt_cfg_item {
   struct agt_cfg_origin origin;
 };
 
+/* agents.NAME: the defaults of one agent profile for `agt jail run NAME`. */
+struct agt_cfg_agent {
+  char *name;
+  struct agt_cfg_value net;   /* agents.NAME.net: none, allow or open; text NULL: unset */
+  struct agt_cfg_item *allow; /* agents.NAME.allow: HOST[:PORT] entries (lists append) */
+  size_t nallow;
+};
+
 /* The scalar keys, in the order `agt config show` prints them. */
 enum agt_cfg_key {
   AGT_CFG_TARGET,
@@ -67,6 +75,7 @@ enum agt_cfg_key {
   AGT_CFG_SSH_CONNECT_TIMEOUT,
   AGT_CFG_JAIL_AGENT,
   AGT_CFG_JAIL_ROOTFS,
+  AGT_CFG_JAIL_DETACH_KEYS,
   AGT_CFG_JAIL_MEMORY,
   AGT_CFG_JAIL_PIDS,
   AGT_CFG_JAIL_CPU,
@@ -82,6 +91,8 @@ struct agt_config {
   size_t nmounts;
   struct agt_cfg_item *env; /* jail.env: "KEY=VALUE" */
   size_t nenv;
+  struct agt_cfg_agent *agents; /* agents.NAME, in the order they first appear */
+  size_t nagents;
   char **files; /* every file loaded, in order (origins point into these) */
   size_t nfiles;
 };
@@ -111,6 +122,8 @@ int agt_config_set(struct agt_config *c, enum agt_cfg_key key, const char *value
 
 const char *agt_config_get(const struct agt_config *c, enum agt_cfg_key key);
 const char *agt_config_key_name(enum agt_cfg_key key);
+/* agents.NAME, or NULL when the config says nothing about that agent. */
+const struct agt_cfg_agent *agt_config_agent(const struct agt_config *c, const char *name);
 /* Sizes ("4GiB"), numbers and durations ("10m", "90s", "600") as numbers. */
 int agt_config_size(const struct agt_config *c, enum agt_cfg_key key, uint64_t *out,
                     agt_error_t *err);

@@ -28,8 +28,13 @@ static const struct agt_cmd commands[] = {
     {"status", cmd_status, AGT_NEED_TARGET, "the VM's state, agtd's version, jails and rootfs"},
     {"template", cmd_template, 0, "print the Lima template rendered from the config"},
     {"config", cmd_config, 0, "show the merged config and where each value came from"},
-    {"jail", cmd_jail, AGT_NEED_TARGET, "run, ls, inspect, logs, stop, rm: the agents' jails"},
+    {"jail", cmd_jail, AGT_NEED_TARGET,
+     "run, attach, exec, logs, net, port, ls, stop, rm, ...: the agents' jails"},
     {"rootfs", cmd_rootfs, AGT_NEED_TARGET, "build, ls, rm: the jails' root filesystems"},
+    {"verify", cmd_verify, AGT_NEED_TARGET,
+     "run N opencode jails at once against a test model and check them"},
+    {"doctor", cmd_doctor, AGT_NEED_TARGET | AGT_CONFIG_ERRORS_OK,
+     "check the host, the VM and the guest, and say how to fix what fails"},
 };
 
 enum {
@@ -289,8 +294,13 @@ int main(int argc, char **argv)
   agt_host_detect(&c.host, c.host_os, sizeof c.host_os, c.host_arch, sizeof c.host_arch);
   agt_config_init(&c.cfg);
   paths.user_file = g.config;
-  if (agt_config_load(&c.cfg, &paths, &err) < 0)
-    goto out;
+  if (agt_config_load(&c.cfg, &paths, &err) < 0) {
+    if (!(cmd->flags & AGT_CONFIG_ERRORS_OK))
+      goto out;
+    c.config_error = steal_pointer(&err); /* the command reports it; defaults stand */
+    agt_config_release(&c.cfg);
+    agt_config_init(&c.cfg);
+  }
   if (g.instance &&
       agt_config_set(&c.cfg, AGT_CFG_VM_NAME, g.instance, AGT_CFG_FLAG, "--instance", &err) < 0)
     goto out;
@@ -307,6 +317,7 @@ out:
   agt_target_release(&c.target);
   agt_lima_release(&c.lima);
   agt_config_release(&c.cfg);
+  agt_error_release(&c.config_error);
   if (r < 0) {
     fprintf(stderr, "agt: %s\n", err ? err->msg : "failed");
     code = err && err->kind == AGT_E_INVALID ? 2 : 1;

@@ -17,15 +17,43 @@
 #include "util.h"
 #include "xalloc.h"
 
+/* One channel to a unix socket on the far side, bridged to one end of a socketpair. */
+#define CHAN_BUF 65536
+
+struct chan {
+  ssh_channel ch;
+  int fd;              /* the bridge's end (non-blocking); agt holds the other */
+  char down[CHAN_BUF]; /* channel -> fd, not yet written */
+  size_t down_off, down_len;
+  char up[CHAN_BUF]; /* fd -> channel, not yet sent */
+  size_t up_off, up_len;
+  int rx_eof, rx_shut; /* the channel ended; and the fd was shut for writing */
+  int tx_eof, tx_sent; /* agt's end ended; and EOF went to the channel */
+  int fd_dead;         /* agt's end is closed: nothing more to write to it */
+  struct chan *next;
+};
+
+/* A request to the bridge thread to open a channel (libssh is used by one thread only). */
+struct open_req {
+  const char *path;
+  int fd;      /* agt's end, on success */
+  char *error; /* else why not */
+  int done;
+};
+
 struct agt_ssh_s {
   ssh_session ss;
-  ssh_channel ch;
-  int fd; /* the bridge's end of the socketpair */
+  struct chan *chans; /* the bridge thread's, while it runs */
   pthread_t th;
   int running;
+  int wake[2]; /* the bridge's control pipe: 'o' a request waits, 'q' quit */
   pthread_mutex_t lock;
-  char *dropped; /* under lock */
+  pthread_cond_t cond;
+  struct open_req *req; /* under lock */
+  int stopped;          /* under lock: the bridge has ended */
+  char *dropped;        /* under lock */
   char *peer;
+  unsigned long moved; /* the bridge's count of chunks moved, to tell a pass did something */
 };
 
 static void set_cloexec(int fd)
@@ -33,6 +61,13 @@ static void set_cloexec(int fd)
   int fl = fcntl(fd, F_GETFD);
   if (fl >= 0)
     fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+}
+
+static void set_nonblock(int fd)
+{
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0)
+    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
 static char *fingerprint(ssh_session ss)
@@ -158,8 +193,9 @@ int agt_ssh_connect(const struct agt_ssh_opts *o, agt_ssh_t **out, agt_error_t *
   int nodelay = 1;
 
   *out = NULL;
-  s->fd = -1;
+  s->wake[0] = s->wake[1] = -1;
   pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->cond, NULL);
   s->peer = xasprintf("%s@%s:%u", o->user ? o->user : "", o->host, port);
   s->ss = ssh_new();
   if (s->ss == NULL) {
@@ -198,107 +234,353 @@ static void set_dropped(agt_ssh_t *s, const char *why)
   pthread_mutex_unlock(&s->lock);
 }
 
-static int write_fd(int fd, const char *p, size_t n)
+/* The bridge thread.  Each pass moves what it can between every channel and its socketpair
+ * without blocking on agt's side: data from a channel is read only once the previous chunk
+ * reached agt, so a reader that does not keep up holds its own channel back (its SSH
+ * window fills and agtd waits), never the other channels; data to a channel is sent only
+ * within the window the far side granted. */
+
+static void chan_free(struct chan *c)
 {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
+  if (c->ch) {
+    if (ssh_channel_is_open(c->ch))
+      ssh_channel_close(c->ch);
+    ssh_channel_free(c->ch);
+  }
+  if (c->fd >= 0)
+    close(c->fd);
+  free(c);
+}
+
+static void flush_down(struct chan *c)
+{
+  while (c->down_len > 0) {
+    ssize_t w = write(c->fd, c->down + c->down_off, c->down_len);
     if (w < 0 && errno == EINTR)
       continue;
-    if (w < 0)
-      return -1;
-    p += w;
-    n -= (size_t)w;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return;
+    if (w <= 0) { /* agt closed its end */
+      c->fd_dead = 1;
+      c->down_len = 0;
+      return;
+    }
+    c->down_off += (size_t)w;
+    c->down_len -= (size_t)w;
   }
+  c->down_off = 0;
+}
+
+/* Move one channel's data.  Returns -1 when the session failed, 1 when the channel is
+ * done with, 0 otherwise. */
+static int pump(agt_ssh_t *s, struct chan *c)
+{
+  /* a bounded number of chunks, so one busy channel does not starve the others */
+  for (int i = 0; i < 16 && !c->rx_eof && !c->fd_dead && c->down_len == 0; i++) {
+    int n = ssh_channel_read_nonblocking(c->ch, c->down, sizeof c->down, 0);
+    if (n == SSH_EOF || (n == 0 && ssh_channel_is_closed(c->ch))) {
+      c->rx_eof = 1;
+      break;
+    }
+    if (n < 0) {
+      if (!ssh_is_connected(s->ss))
+        return -1;
+      c->rx_eof = 1;
+      break;
+    }
+    if (n == 0)
+      break;
+    c->down_len = (size_t)n;
+    c->down_off = 0;
+    s->moved++;
+    flush_down(c);
+  }
+  flush_down(c);
+  if (c->rx_eof && c->down_len == 0 && !c->rx_shut && !c->fd_dead) {
+    shutdown(c->fd, SHUT_WR); /* agt reads end-of-file */
+    c->rx_shut = 1;
+  }
+  if (c->up_len > 0) {
+    uint32_t win = ssh_channel_window_size(c->ch);
+    if (ssh_channel_is_closed(c->ch)) {
+      c->up_len = 0;
+      c->tx_eof = c->tx_sent = 1;
+    } else if (win > 0) {
+      uint32_t k = c->up_len < win ? (uint32_t)c->up_len : win;
+      int w = ssh_channel_write(c->ch, c->up + c->up_off, k);
+      if (w < 0) {
+        if (!ssh_is_connected(s->ss))
+          return -1;
+        c->up_len = 0;
+        c->tx_eof = c->tx_sent = 1;
+      } else {
+        s->moved++;
+        c->up_off += (size_t)w;
+        c->up_len -= (size_t)w;
+        if (c->up_len == 0)
+          c->up_off = 0;
+      }
+    }
+  }
+  if (c->tx_eof && c->up_len == 0 && !c->tx_sent) {
+    if (!ssh_channel_is_closed(c->ch))
+      ssh_channel_send_eof(c->ch);
+    c->tx_sent = 1;
+  }
+  return c->fd_dead || (c->rx_shut && c->tx_sent);
+}
+
+static void read_up(struct chan *c)
+{
+  ssize_t n;
+
+  do
+    n = read(c->fd, c->up, sizeof c->up);
+  while (n < 0 && errno == EINTR);
+  if (n > 0) {
+    c->up_off = 0;
+    c->up_len = (size_t)n;
+  } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+    c->tx_eof = 1;
+  }
+}
+
+static int open_channel(agt_ssh_t *s, const char *path, int *fd, char **why)
+{
+  struct chan *c;
+  int sp[2];
+
+  *fd = -1;
+  c = xzalloc(sizeof *c);
+  c->fd = -1;
+  c->ch = ssh_channel_new(s->ss);
+  if (c->ch == NULL) {
+    *why = xasprintf("ssh channel: %s", ssh_get_error(s->ss));
+    chan_free(c);
+    return -1;
+  }
+  if (ssh_channel_open_forward_unix(c->ch, path, "127.0.0.1", 0) != SSH_OK) {
+    *why = xasprintf("open a channel to '%s' through %s: %s (is agtd running there, and does "
+                     "sshd allow stream-local forwarding?)",
+                     path, s->peer, ssh_get_error(s->ss));
+    chan_free(c);
+    return -1;
+  }
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) < 0) {
+    *why = xasprintf("socketpair: %s", strerror(errno));
+    chan_free(c);
+    return -1;
+  }
+  set_cloexec(sp[0]);
+  set_cloexec(sp[1]);
+  set_nonblock(sp[1]);
+  c->fd = sp[1];
+  c->next = s->chans;
+  s->chans = c;
+  *fd = sp[0];
   return 0;
+}
+
+static void serve_request(agt_ssh_t *s)
+{
+  struct open_req *r;
+  char *why = NULL;
+  int fd = -1;
+
+  pthread_mutex_lock(&s->lock);
+  r = s->req;
+  pthread_mutex_unlock(&s->lock);
+  if (r == NULL || r->done)
+    return;
+  open_channel(s, r->path, &fd, &why);
+  pthread_mutex_lock(&s->lock);
+  r->fd = fd;
+  r->error = why;
+  r->done = 1;
+  s->req = NULL;
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->lock);
+}
+
+/* On quit: what agt wrote last (a detach, say) still goes out before the channels close. */
+static void drain_up(agt_ssh_t *s)
+{
+  for (struct chan *c = s->chans; c; c = c->next) {
+    for (int i = 0; i < 64 && !c->tx_sent; i++) {
+      if (c->up_len == 0 && !c->tx_eof)
+        read_up(c);
+      if (c->up_len == 0)
+        break;
+      if (pump(s, c) < 0)
+        return;
+    }
+  }
 }
 
 static void *bridge(void *arg)
 {
   agt_ssh_t *s = arg;
   socket_t sfd = ssh_get_fd(s->ss);
-  char buf[65536];
+  struct pollfd *pf = NULL;
+  struct chan **pc = NULL;
+  size_t cap = 0;
 
   for (;;) {
-    struct pollfd pf[2];
+    size_t n = 0, nch = 0;
+    int want_session = 0, stalled = 0, busy = 0, k;
 
-    /* channel -> socketpair: everything libssh holds or can read without waiting */
-    for (;;) {
-      int n = ssh_channel_read_nonblocking(s->ch, buf, sizeof buf, 0);
-      if (n == SSH_EOF)
-        goto out; /* the far end (agtd) closed the socket */
-      if (n < 0) {
-        set_dropped(s, ssh_get_error(s->ss));
-        goto out;
-      }
-      if (n == 0)
-        break;
-      if (write_fd(s->fd, buf, (size_t)n) < 0)
-        goto out; /* agt closed its end */
-    }
-    if (!ssh_is_connected(s->ss)) {
-      set_dropped(s, ssh_get_error(s->ss));
-      goto out;
-    }
-    if (ssh_channel_is_eof(s->ch) || ssh_channel_is_closed(s->ch))
-      goto out;
-    pf[0].fd = s->fd;
-    pf[0].events = POLLIN;
-    pf[1].fd = sfd;
-    pf[1].events = POLLIN;
-    pf[0].revents = pf[1].revents = 0;
-    if (poll(pf, 2, 1000) < 0) {
-      if (errno == EINTR)
-        continue;
-      set_dropped(s, strerror(errno));
-      goto out;
-    }
-    if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      ssize_t n = read(s->fd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0) {
-        ssh_channel_send_eof(s->ch);
-        goto out;
-      }
-      for (ssize_t off = 0; off < n;) {
-        int w = ssh_channel_write(s->ch, buf + off, (uint32_t)(n - off));
-        if (w < 0) {
+    /* Passes until nothing moves (reading one channel can make libssh take in data for
+     * another), at most a few before agt's side is looked at again. */
+    for (int pass = 0; pass < 8; pass++) {
+      unsigned long before = s->moved;
+      want_session = stalled = 0;
+      nch = 0;
+      for (struct chan **pp = &s->chans; *pp;) {
+        struct chan *c = *pp;
+        int r = pump(s, c);
+        if (r < 0) {
           set_dropped(s, ssh_get_error(s->ss));
           goto out;
         }
-        off += w;
+        if (r > 0) {
+          *pp = c->next;
+          chan_free(c);
+          continue;
+        }
+        /* reading an idle channel makes libssh process what the session received */
+        if (!c->rx_eof && c->down_len == 0)
+          want_session = 1;
+        if (c->up_len > 0)
+          stalled = 1; /* waits for the far side's window */
+        nch++;
+        pp = &c->next;
       }
+      busy = s->moved != before;
+      if (!busy)
+        break;
     }
+    if (s->chans && !ssh_is_connected(s->ss)) {
+      set_dropped(s, ssh_get_error(s->ss));
+      goto out;
+    }
+    if (nch + 2 > cap) {
+      cap = nch + 8;
+      pf = xrealloc(pf, cap * sizeof *pf);
+      pc = xrealloc(pc, cap * sizeof *pc);
+    }
+    pf[n].fd = s->wake[0];
+    pf[n].events = POLLIN;
+    pc[n++] = NULL;
+    if (want_session) {
+      pf[n].fd = sfd;
+      pf[n].events = POLLIN;
+      pc[n++] = NULL;
+    }
+    for (struct chan *c = s->chans; c; c = c->next) {
+      short ev = 0;
+      if (c->up_len == 0 && !c->tx_eof && !c->fd_dead)
+        ev |= POLLIN;
+      if (c->down_len > 0)
+        ev |= POLLOUT;
+      if (ev == 0)
+        continue;
+      pf[n].fd = c->fd;
+      pf[n].events = ev;
+      pc[n++] = c;
+    }
+    for (size_t i = 0; i < n; i++)
+      pf[i].revents = 0;
+    k = poll(pf, (nfds_t)n, busy ? 0 : stalled && !want_session ? 50 : 1000);
+    if (k < 0 && errno != EINTR) {
+      set_dropped(s, strerror(errno));
+      goto out;
+    }
+    if (k <= 0)
+      continue;
+    if (pf[0].revents) {
+      char cmd[16];
+      ssize_t m = read(s->wake[0], cmd, sizeof cmd);
+      for (ssize_t i = 0; i < m; i++)
+        if (cmd[i] == 'q') {
+          drain_up(s);
+          goto out;
+        }
+      serve_request(s);
+    }
+    for (size_t i = 0; i < n; i++)
+      if (pc[i] && (pf[i].revents & (POLLIN | POLLHUP | POLLERR)) && pc[i]->up_len == 0 &&
+          !pc[i]->tx_eof)
+        read_up(pc[i]);
   }
 out:
-  shutdown(s->fd, SHUT_RDWR);
+  free(pf);
+  free(pc);
+  pthread_mutex_lock(&s->lock);
+  s->stopped = 1;
+  if (s->req && !s->req->done) {
+    s->req->error = xstrdup(s->dropped ? s->dropped : "the ssh connection is closing");
+    s->req->done = 1;
+    s->req = NULL;
+  }
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->lock);
+  /* agt's ends see end-of-file */
+  for (struct chan *c = s->chans; c; c = c->next)
+    shutdown(c->fd, SHUT_RDWR);
   return NULL;
+}
+
+static int start_bridge(agt_ssh_t *s, agt_error_t *err)
+{
+  if (s->running)
+    return 0;
+  if (pipe(s->wake) < 0)
+    return agt_error_make(err, errno, "pipe");
+  set_cloexec(s->wake[0]);
+  set_cloexec(s->wake[1]);
+  set_nonblock(s->wake[0]);
+  if (pthread_create(&s->th, NULL, bridge, s) != 0)
+    return agt_error_kind(err, AGT_E_INTERNAL, "cannot start the ssh bridge thread");
+  s->running = 1;
+  return 0;
 }
 
 int agt_ssh_open_unix(agt_ssh_t *s, const char *path, int *fd, agt_error_t *err)
 {
-  int sp[2];
+  struct open_req r = {path, -1, NULL, 0};
+  int ret = 0;
 
   *fd = -1;
-  s->ch = ssh_channel_new(s->ss);
-  if (s->ch == NULL)
-    return agt_error_kind(err, AGT_E_INTERNAL, "ssh channel: %s", ssh_get_error(s->ss));
-  if (ssh_channel_open_forward_unix(s->ch, path, "127.0.0.1", 0) != SSH_OK)
-    return agt_error_kind(err, AGT_E_STATE,
-                          "open a channel to '%s' through %s: %s (is agtd running there, and "
-                          "does sshd allow stream-local forwarding?)",
-                          path, s->peer, ssh_get_error(s->ss));
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) < 0)
-    return agt_error_make(err, errno, "socketpair");
-  set_cloexec(sp[0]);
-  set_cloexec(sp[1]);
-  s->fd = sp[1];
-  if (pthread_create(&s->th, NULL, bridge, s) != 0) {
-    close(sp[0]);
-    return agt_error_kind(err, AGT_E_INTERNAL, "cannot start the ssh bridge thread");
+  if (start_bridge(s, err) < 0)
+    return -1;
+  pthread_mutex_lock(&s->lock);
+  while (s->req && !s->stopped) /* one request at a time */
+    pthread_cond_wait(&s->cond, &s->lock);
+  if (s->stopped) {
+    ret = agt_error_kind(err, AGT_E_STATE, "%s",
+                         s->dropped ? s->dropped : "the ssh connection is closed");
+    pthread_mutex_unlock(&s->lock);
+    return ret;
   }
-  s->running = 1;
-  *fd = sp[0];
+  s->req = &r;
+  pthread_mutex_unlock(&s->lock);
+  if (write(s->wake[1], "o", 1) != 1) {
+    pthread_mutex_lock(&s->lock);
+    s->req = NULL;
+    pthread_mutex_unlock(&s->lock);
+    return agt_error_make(err, errno, "wake the ssh bridge");
+  }
+  pthread_mutex_lock(&s->lock);
+  while (!r.done)
+    pthread_cond_wait(&s->cond, &s->lock);
+  pthread_mutex_unlock(&s->lock);
+  if (r.fd < 0) {
+    ret = agt_error_kind(err, AGT_E_STATE, "%s", r.error ? r.error : "cannot open a channel");
+    free(r.error);
+    return ret;
+  }
+  free(r.error);
+  *fd = r.fd;
   return 0;
 }
 
@@ -322,18 +604,25 @@ void agt_ssh_free(agt_ssh_t *s)
   if (s == NULL)
     return;
   if (s->running) {
-    shutdown(s->fd, SHUT_RDWR); /* wakes the bridge if agt's end is still open */
+    if (write(s->wake[1], "q", 1) != 1) {
+      /* the pipe cannot be full of more than a few bytes; nothing else to do */
+    }
     pthread_join(s->th, NULL);
   }
-  if (s->fd >= 0)
-    close(s->fd);
-  if (s->ch)
-    ssh_channel_free(s->ch);
+  while (s->chans) {
+    struct chan *c = s->chans;
+    s->chans = c->next;
+    chan_free(c);
+  }
+  for (int i = 0; i < 2; i++)
+    if (s->wake[i] >= 0)
+      close(s->wake[i]);
   if (s->ss) {
     if (ssh_is_connected(s->ss))
       ssh_disconnect(s->ss);
     ssh_free(s->ss);
   }
+  pthread_cond_destroy(&s->cond);
   pthread_mutex_destroy(&s->lock);
   free(s->dropped);
   free(s->peer);

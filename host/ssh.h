@@ -2,11 +2,13 @@
  * direct-streamlocal channel (what `ssh -L local:/remote.sock` uses; OpenSSH's sshd allows
  * it unless AllowStreamLocalForwarding is off) to agtd's unix socket there.
  *
- * The channel is bridged to one end of a socketpair by a thread, so agt's blocking RPC
- * client (common/rpc.h) works on it as on any socket.  Only that thread touches the libssh
- * session once the bridge runs.  When the connection drops, the thread records why and
- * closes its end: the RPC client then sees end-of-file, and agt_ssh_dropped() says what
- * happened. */
+ * Each channel is bridged to one end of a socketpair by a thread, so agt's blocking RPC
+ * client (common/rpc.h) works on it as on any socket.  One connection carries any number
+ * of channels (agt jail port opens one per forwarded connection); the thread serves them
+ * all, and it alone touches the libssh session once it runs: new channels are opened at
+ * its hands.  A reader that does not keep up holds back its own channel only.  When the
+ * connection drops, the thread records why and closes its ends: the RPC clients then see
+ * end-of-file, and agt_ssh_dropped() says what happened. */
 #ifndef AGT_HOST_SSH_H
 #define AGT_HOST_SSH_H
 
@@ -39,14 +41,15 @@ struct agt_ssh_opts {
 typedef struct agt_ssh_s agt_ssh_t;
 
 int agt_ssh_connect(const struct agt_ssh_opts *o, agt_ssh_t **out, agt_error_t *err);
-/* Open the channel to a unix socket on the far side and start the bridge.  *fd is the
- * local end (owned by the caller: close it before agt_ssh_free). */
+/* Open a channel to a unix socket on the far side (starting the bridge on the first).  *fd
+ * is the local end, owned by the caller; closing it ends the channel. */
 int agt_ssh_open_unix(agt_ssh_t *s, const char *path, int *fd, agt_error_t *err);
 /* Why the bridge stopped, when it stopped because of the connection; NULL otherwise. */
 const char *agt_ssh_dropped(agt_ssh_t *s);
 /* "user@host:port" */
 const char *agt_ssh_peer(agt_ssh_t *s);
-/* Ends the bridge (after the caller closed its fd) and the connection. */
+/* Ends the bridge, every channel (what was written to them is sent first) and the
+ * connection. */
 void agt_ssh_free(agt_ssh_t *s);
 
 #endif

@@ -215,6 +215,31 @@ void agt_target_disconnect(struct agt_target *t)
   t->ssh = NULL;
 }
 
+int agt_target_open(struct agt_target *t, agt_rpc_t *rpc, agt_error_t *err)
+{
+  const char *sock = agt_config_get(t->cfg, AGT_CFG_AGTD_SOCKET);
+  int fd;
+
+  memset(rpc, 0, sizeof *rpc);
+  rpc->fd = -1;
+  if (t->ssh && agt_ssh_dropped(t->ssh))
+    agt_target_disconnect(t);
+  if (agt_target_connect(t, err) < 0)
+    return -1;
+  if (t->kind == AGT_TARGET_LOCAL) {
+    if (agt_rpc_connect_unix(rpc, sock, err) < 0)
+      return agt_error_wrap(err, "target local");
+    return 0;
+  }
+  if (agt_ssh_open_unix(t->ssh, sock, &fd, err) < 0)
+    return -1;
+  if (agt_rpc_open_fd(rpc, fd, err) < 0) {
+    agt_rpc_close(rpc);
+    return agt_error_wrap(err, "agtd at %s", t->spec);
+  }
+  return 0;
+}
+
 /* Whether the connection under the RPC client is gone (rather than agtd answering with an
  * error). */
 static int broken(struct agt_target *t, agt_error_t e)

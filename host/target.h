@@ -57,6 +57,10 @@ int agt_target_connect(struct agt_target *t, agt_error_t *err);
 int agt_target_call(struct agt_target *t, const char *method, json_t *params, json_t **result,
                     agt_error_t *err);
 void agt_target_disconnect(struct agt_target *t);
+/* One more connection to agtd, hello exchanged: a new channel of the same SSH connection
+ * (made again when it dropped), or a new connection to the local socket.  For streams
+ * and forwarded ports, which take a connection each.  Release it with agt_rpc_close. */
+int agt_target_open(struct agt_target *t, agt_rpc_t *rpc, agt_error_t *err);
 
 /* "lima:agt_agent_sandbox (root@127.0.0.1:50022)" and the like, for messages. */
 const char *agt_target_describe(struct agt_target *t, char *buf, size_t len);

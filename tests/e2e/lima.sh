@@ -8,64 +8,12 @@
 #   known_hosts, the Lima host key pin, the local target.
 #
 # Needs root and Linux (the stand-in's VM is a pid+mount namespace running sshd and agtd).
-# A missing prerequisite is a failure ("Bail out!"), never a skip.
-set -u
+# A missing prerequisite is a failure ("Bail out!"), never a skip.  Helpers: lib.sh.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-: "${AGT:?AGT must name the agt binary (meson sets it)}"
-: "${AGTD:?AGTD must name the agtd binary (meson sets it)}"
-: "${PROBE:?PROBE must name the static probe binary (meson sets it)}"
-SRCDIR=${SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-FAKES=$SRCDIR/tests/fakes
-
-N=0
-FAILED=0
-ok() { N=$((N + 1)); echo "ok $N - $*"; }
-not_ok() { N=$((N + 1)); FAILED=$((FAILED + 1)); echo "not ok $N - $*"; }
-bail() { echo "Bail out! $*"; exit 1; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
-is() {
-  if [ "$2" = "$3" ]; then ok "$1"; else
-    not_ok "$1"; echo "#   got:  '$2'"; echo "#   want: '$3'"
-  fi
-}
-like() {
-  if printf '%s\n' "$2" | grep -Eq -- "$3"; then ok "$1"; else
-    not_ok "$1"; printf '%s\n' "$2" | head -20 | sed 's/^/#   got: /'; echo "#   want match: $3"
-  fi
-}
-unlike() {
-  if printf '%s\n' "$2" | grep -Eq -- "$3"; then
-    not_ok "$1"; printf '%s\n' "$2" | head -20 | sed 's/^/#   got: /'; echo "#   want no match: $3"
-  else ok "$1"; fi
-}
-
-[ "$(id -u)" = 0 ] || bail "the e2e test needs root (the stand-in's VM runs agtd, which needs root)"
-[ "$(uname -s)" = Linux ] || bail "the e2e test needs Linux"
-for p in python3 ssh ssh-keygen ssh-keyscan unshare mount; do
-  command -v "$p" >/dev/null || bail "missing $p"
-done
-[ -x /usr/sbin/sshd ] || command -v sshd >/dev/null || bail "missing sshd (openssh-server)"
-[ -x "$AGT" ] || bail "no agt at $AGT"
-[ -x "$AGTD" ] || bail "no agtd at $AGTD"
-[ -x "$PROBE" ] || bail "no probe at $PROBE"
-[ -f "$SRCDIR/tests/guest/test-rootfs.yaml" ] || bail "no tests/guest/test-rootfs.yaml"
-[ -x "$FAKES/limactl" ] || bail "no tests/fakes/limactl"
-
-T=$(mktemp -d /tmp/agt-e2e.XXXXXX)
-chmod 755 "$T"
-WORK=$T/work
-mkdir -p "$WORK/proj" "$T/xdg"
-chmod 777 "$WORK/proj" # the jail's agent runs as an unprivileged user
 LOCAL_PID=
-
-cleanup() {
-  local rc=$? d
-  if [ -d "$T/lima" ]; then
-    for d in "$T"/lima/*/; do
-      [ -f "$d/lima.yaml" ] || continue
-      AGT_FAKE_LIMACTL_ALLOW_ROOT=1 "$FAKES/limactl" delete --force "$(basename "$d")" >/dev/null 2>&1
-    done
-  fi
+e2e_cleanup_hook() {
+  local d
   if [ -n "$LOCAL_PID" ]; then
     kill -TERM "$LOCAL_PID" 2>/dev/null
     wait "$LOCAL_PID" 2>/dev/null
@@ -73,58 +21,7 @@ cleanup() {
   for d in /sys/fs/cgroup/*/"agt-e2e-$$" /sys/fs/cgroup/"agt-e2e-$$"; do
     [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
   done
-  if [ "$FAILED" -gt 0 ] || [ "$rc" -ne 0 ]; then
-    for f in "$T"/lima/*/vm/*.log "$T"/lima/*/ha.stderr.log; do
-      [ -f "$f" ] || continue
-      echo "# --- $f (last 15 lines)"
-      tail -15 "$f" | sed 's/^/#   /'
-    done
-  fi
-  if ! grep -q " $T/" /proc/self/mountinfo; then
-    rm -rf --one-file-system "$T"
-  fi
-  echo "1..$N"
-  [ "$FAILED" -eq 0 ] && [ "$rc" -eq 0 ]
-  exit $?
 }
-trap cleanup EXIT
-
-export LIMA_HOME=$T/lima
-export XDG_CACHE_HOME=$T/cache
-export XDG_CONFIG_HOME=$T/xdg
-export AGT_CONFIG=$T/config.yaml
-export AGT_FAKE_AGTD=$AGTD
-export PATH=$FAKES:$PATH
-unset AGT_TARGET AGT_INSTANCE AGT_FAKE_LIMACTL_ALLOW_ROOT
-cat >"$AGT_CONFIG" <<EOF
-# e2e: the project directory the VM mounts, and the files the ssh:// target uses
-vm:
-  mounts:
-    - location: $WORK
-      writable: true
-ssh:
-  known_hosts: $T/known_hosts
-  identity: $LIMA_HOME/_config/user
-EOF
-: >"$T/known_hosts"
-cd "$WORK" || bail "cd $WORK"
-
-agt() { "$AGT" "$@"; }
-# run CMD...: sets OUT (stdout), ERR (stderr) and RC
-run() {
-  OUT=$("$@" 2>"$T/stderr")
-  RC=$?
-  ERR=$(cat "$T/stderr")
-}
-lima_field() { # lima_field NAME FIELD: from `limactl list --json NAME`
-  AGT_FAKE_LIMACTL_ALLOW_ROOT=1 limactl list --json "$1" 2>/dev/null |
-    python3 -c 'import json,sys
-for line in sys.stdin:
-    o = json.loads(line)
-    print(o.get(sys.argv[1], ""))' "$2"
-}
-VM=agt_agent_sandbox
-VMDIR=$LIMA_HOME/$VM
 
 # --- limactl refuses root; agt quotes limactl's own words
 run agt up
@@ -181,7 +78,7 @@ like "and prints its id and name" "$OUT" "^[0-9a-f]{64} test "
 run agt rootfs ls
 like "agt rootfs ls lists it" "$OUT" " test "
 
-run agt jail run --name j1 --rootfs test --workspace "$WORK/proj" -- /bin/sh -c 'echo hello-from-jail >/work/out; echo done-j1'
+run agt jail run -d --name j1 --rootfs test --workspace "$WORK/proj" -- /bin/sh -c 'echo hello-from-jail >/work/out; echo done-j1'
 is "agt jail run starts a jail" "$RC" 0
 like "and says when it started" "$OUT" "^j1 started in [0-9.]+ ms"
 for _ in $(seq 1 50); do
@@ -196,7 +93,7 @@ done
 run agt jail logs j1
 like "agt jail logs shows its output" "$OUT" "^done-j1$"
 
-(cd "$WORK/proj" && "$AGT" jail run --name j2 --rootfs test -- /bin/sh -c 'ls /work; sleep 300') >"$T/j2.out" 2>&1
+(cd "$WORK/proj" && "$AGT" jail run -d --name j2 --rootfs test -- /bin/sh -c 'ls /work; sleep 300') >"$T/j2.out" 2>&1
 like "without --workspace, a jail started in a mounted directory gets it" "$(sleep 0.5; agt jail logs j2)" "^out$"
 
 run agt jail ls
@@ -244,7 +141,7 @@ is "ssh:// with a different key in known_hosts fails" "$RC" 1
 like "and calls it a change" "$ERR" "host key of root@127.0.0.1:$PORT1 has CHANGED"
 
 # --- a dropped connection is reported clearly
-agt jail run --name j3 --rootfs test -- /bin/sh -c 'while :; do echo tick; sleep 0.2; done' >/dev/null
+agt jail run -d --name j3 --rootfs test -- /bin/sh -c 'while :; do echo tick; sleep 0.2; done' >/dev/null
 "$AGT" jail logs -f j3 >"$T/follow.out" 2>"$T/follow.err" &
 FOLLOW=$!
 for _ in $(seq 1 50); do

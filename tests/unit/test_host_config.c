@@ -248,6 +248,21 @@ static void test_errors(void **state)
       {"target: vm1\n", ":1:9: 'target' must be lima[:NAME]"},
       {"lima:\n  start_timeout: 5 min\n", ":2:18: lima.start_timeout '5 min'"},
       {"vm:\n  cpus: 2\n  bad: [\n", ":4:1: did not find expected node content"},
+      {"jail:\n  detach_keys: ctrl-pp\n",
+       ":2:16: 'jail.detach_keys': detach keys 'ctrl-pp': 'ctrl-pp'"},
+      {"jail:\n  detach_keys: a,\n",
+       ":2:16: 'jail.detach_keys': detach keys 'a,': a key is missing"},
+      {"agents: [opencode]\n", ":1:9: 'agents' must be a mapping of agent names"},
+      {"agents:\n  Open Code: {}\n", ":2:3: 'agents': agent name 'Open Code'"},
+      {"agents:\n  opencode: [a]\n", ":2:13: 'agents.opencode' must be a mapping (net, allow)"},
+      {"agents:\n  opencode:\n    nett: open\n",
+       ":3:5: unknown key 'agents.opencode.nett' (net, allow)"},
+      {"agents:\n  opencode:\n    net: closed\n",
+       ":3:10: 'agents.opencode.net' must be one of none|allow|open, not 'closed'"},
+      {"agents:\n  opencode:\n    allow: api.openai.com\n",
+       ":3:12: 'agents.opencode.allow' must be a list"},
+      {"agents:\n  opencode:\n    allow: [https://api.openai.com]\n",
+       ":3:13: 'agents.opencode.allow' entry 'https://api.openai.com' is not HOST[:PORT]"},
   };
   cleanup_free char *file = path_in("bad.yaml");
 
@@ -301,6 +316,84 @@ static void test_show(void **state)
   agt_config_release(&c);
 }
 
+/* agents.NAME: net replaces, allow appends (the user's file first, then the overlay);
+ * jail.detach_keys: a default, overridden by a file. */
+static void test_agents(void **state)
+{
+  cleanup_free char *user = path_in("agents-user.yaml");
+  cleanup_free char *repo = path_in("agents-repo");
+  cleanup_free char *dotagt = path_in("agents-repo/.agt");
+  cleanup_free char *overlay = path_in("agents-repo/.agt/config.yaml");
+  cleanup_free char *git = path_in("agents-repo/.git");
+  cleanup_free char *out = NULL, *where = NULL, *expect = NULL;
+  struct agt_config_paths p = {0};
+  const struct agt_cfg_agent *a;
+  struct agt_config c;
+  agt_error_t err = NULL;
+  size_t len = 0;
+  FILE *f;
+
+  (void)state;
+  agt_config_init(&c);
+  assert_string_equal(agt_config_get(&c, AGT_CFG_JAIL_DETACH_KEYS), "ctrl-p,ctrl-q");
+  assert_null(agt_config_agent(&c, "opencode"));
+  agt_config_release(&c);
+
+  write_file(user, "agents:\n"
+                   "  opencode:\n"
+                   "    net: allow\n"
+                   "    allow:\n"
+                   "      - models.dev:443\n"
+                   "      - \"*.opencode.ai:443\"\n"
+                   "  shell:\n"
+                   "    net: none\n"
+                   "jail:\n"
+                   "  detach_keys: ctrl-x,x\n");
+  assert_int_equal(agt_mkdir_p(git, 0755, NULL), 0);
+  assert_int_equal(agt_mkdir_p(dotagt, 0755, NULL), 0);
+  write_file(overlay, "agents:\n"
+                      "  opencode:\n"
+                      "    net: open\n"
+                      "    allow: [10.0.0.5:8080]\n");
+  p.user_file = user;
+  p.cwd = repo;
+  agt_config_init(&c);
+  assert_int_equal(agt_config_load(&c, &p, &err), 0);
+  assert_null(err);
+  assert_string_equal(agt_config_get(&c, AGT_CFG_JAIL_DETACH_KEYS), "ctrl-x,x");
+  a = agt_config_agent(&c, "opencode");
+  assert_non_null(a);
+  assert_string_equal(a->net.text, "open");
+  where = agt_cfg_origin_str(&a->net.origin);
+  expect = xasprintf("%s:3:10", overlay);
+  assert_string_equal(where, expect);
+  assert_int_equal(a->nallow, 3);
+  assert_string_equal(a->allow[0].text, "models.dev:443");
+  assert_string_equal(a->allow[1].text, "*.opencode.ai:443");
+  assert_string_equal(a->allow[2].text, "10.0.0.5:8080");
+  a = agt_config_agent(&c, "shell");
+  assert_non_null(a);
+  assert_string_equal(a->net.text, "none");
+  assert_int_equal(a->nallow, 0);
+  assert_null(agt_config_agent(&c, "claude"));
+
+  f = open_memstream(&out, &len);
+  agt_config_show(&c, f);
+  fclose(f);
+  assert_non_null(strstr(out, "agents:\n  opencode:\n    net: open"));
+  assert_non_null(strstr(out, "      - models.dev:443"));
+  assert_non_null(strstr(out, "      - \"*.opencode.ai:443\""));
+  assert_non_null(strstr(out, "  detach_keys: ctrl-x,x"));
+  free(out);
+  out = NULL;
+  f = open_memstream(&out, &len);
+  agt_config_show_json(&c, f);
+  fclose(f);
+  assert_non_null(strstr(out, "\"agents\": {"));
+  assert_non_null(strstr(out, "\"value\": \"10.0.0.5:8080\""));
+  agt_config_release(&c);
+}
+
 static void test_duration(void **state)
 {
   uint64_t s = 0;
@@ -329,6 +422,7 @@ int main(void)
       cmocka_unit_test_setup(test_errors, setup),
       cmocka_unit_test_setup(test_show, setup),
       cmocka_unit_test_setup(test_duration, setup),
+      cmocka_unit_test_setup(test_agents, setup),
   };
   int r;
 

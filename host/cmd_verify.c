@@ -1,0 +1,1364 @@
+/* agt verify: N jails of the real opencode agent at once, each completing a real agent turn
+ * against a test model server on the guest's loopback that only its allowlist lets it
+ * reach; then checks, one table row per check and per jail, that the jails ran at once,
+ * saw nothing of each other or of the guest, held their limits, and left nothing behind
+ * once removed.  Exits 1 when any check fails.
+ *
+ * The test hooks (AGT_VERIFY_FAULT, see docs/HOST.md) break one thing on purpose so that
+ * tests can see each check fail; the checks themselves do not know about them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agt.h"
+#include "base64.h"
+#include "cleanup.h"
+#include "guest.h"
+#include "util.h"
+#include "xalloc.h"
+
+#define VERIFY_MAX_JAILS 64
+#define VERIFY_MEMORY (1024ull * 1024 * 1024) /* each jail's memory limit */
+#define VERIFY_PIDS 128                       /* and process limit */
+#define VERIFY_LISTEN_BASE 4100               /* jail k listens on its own 127.0.0.1:4100+k */
+#define VERIFY_GUEST_SRC "/opt/agt/src"       /* lima/agt.yaml's param AgtSourceDir */
+#define VERIFY_TURN_PEAK (560ull << 20)       /* what one opencode turn peaks at, measured */
+
+enum {
+  OPT_TIMEOUT = 256,
+  OPT_ROOTFS,
+};
+
+static const struct agt_opt opts[] = {
+    {'n', "jails", "N", "how many jails run at once (8; at most 64)"},
+    {OPT_ROOTFS, "rootfs", "REF",
+     "the jails' rootfs (jail.rootfs: default, built from rootfs/default.yaml when missing)"},
+    {OPT_TIMEOUT, "timeout", "DURATION", "how long the agent turns may take (5m)"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct agt_cmd_help help = {
+    "agt verify [--jails N] [--rootfs REF] [--timeout DURATION]",
+    "Run N jails of the real opencode agent at once against a test model on the guest, and "
+    "check what they did, saw and left behind.",
+    opts};
+
+/* A growing string. */
+struct sb {
+  char *s;
+  size_t len, cap;
+};
+
+static void sb_addf(struct sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_addf(struct sb *b, const char *fmt, ...)
+{
+  va_list ap;
+  cleanup_free char *s = NULL;
+  size_t n;
+
+  va_start(ap, fmt);
+  s = xvasprintf(fmt, ap);
+  va_end(ap);
+  n = strlen(s);
+  if (b->len + n + 1 > b->cap) {
+    b->cap = (b->len + n + 1) * 2;
+    b->s = xrealloc(b->s, b->cap);
+  }
+  memcpy(b->s + b->len, s, n + 1);
+  b->len += n;
+}
+
+static void sb_add_quoted(struct sb *b, const char *s)
+{
+  cleanup_free char *q = agt_sh_quote(s);
+  sb_addf(b, "%s", q);
+}
+
+/* The faults the tests inject (AGT_VERIFY_FAULT). */
+struct faults {
+  int no_allow; /* jail k (1-based) gets an empty allowlist */
+  int leak;     /* jail k's file is copied into another jail's workspace */
+  int mount;    /* a mount named after jail 1 is made after the removal */
+};
+
+struct vjail {
+  char name[64];
+  unsigned port; /* its own loopback listener, inside its network namespace */
+  int started;
+  double start_ms;
+  char *workspace; /* as the guest sees it */
+  /* the turn, from its log */
+  struct sb log;
+  uint64_t log_off;
+  int turn_started, turn_done, gone;
+  double t0, t1; /* the guest's uptime at the turn's start and end */
+  int rc;
+  char *reason; /* why it ended early, from agtd */
+  /* the proxy's log */
+  int allowed, blocked;
+  char *blocked_reason;
+  /* seen from the guest after the turns */
+  char *file; /* out.txt in its workspace; NULL when absent */
+  struct agt_strv elsewhere;
+  uint64_t cg_memory, cg_pids, cg_peak;
+  int cg_found;
+  char *guest_conn;
+  json_t *info; /* jail.inspect */
+  /* seen from inside, by the probe */
+  char *probe;
+  int probe_code;
+  /* after the removal */
+  struct agt_strv left;
+};
+
+struct verify {
+  struct agt_ctx *c;
+  unsigned n;
+  const char *rootfs;
+  uint64_t timeout_s;
+  struct faults fault;
+  char tag[16];
+  char mark[64]; /* a directory on the guest that only the guest sees */
+  char *src;     /* the agt source tree, as the guest sees it */
+  char *state_dir;
+  unsigned model_port;
+  struct agt_guest_proc model;
+  int model_up;
+  struct vjail j[VERIFY_MAX_JAILS];
+  unsigned checks, failed;
+  struct sb failures;
+  int guest_procs;
+};
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+  (void)sig;
+  interrupted = 1;
+}
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(long ms)
+{
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* A request to agtd over the target's connection; params (a new reference) is consumed. */
+static int tcall(struct verify *v, const char *method, json_t *params, json_t **res,
+                 agt_error_t *err)
+{
+  int r = agt_target_call(&v->c->target, method, params, res, err);
+  json_decref(params);
+  return r;
+}
+
+static const char *str(json_t *o, const char *key)
+{
+  const char *s = json_string_value(json_object_get(o, key));
+  return s ? s : "";
+}
+
+/* One row of the table, printed at once. */
+static void row(struct verify *v, const char *check, const char *jail, int ok, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void row(struct verify *v, const char *check, const char *jail, int ok, const char *fmt, ...)
+{
+  va_list ap;
+  cleanup_free char *detail = NULL;
+
+  va_start(ap, fmt);
+  detail = xvasprintf(fmt, ap);
+  va_end(ap);
+  v->checks++;
+  if (!ok) {
+    v->failed++;
+    sb_addf(&v->failures, "%s%s%s%s: %s", v->failures.len ? "; " : "", check, *jail ? " " : "",
+            jail, detail);
+  }
+  printf("%-11s %-16s %-6s %s\n", check, *jail ? jail : "-", ok ? "ok" : "FAIL", detail);
+  fflush(stdout);
+}
+
+static int parse_faults(struct faults *f, unsigned n, agt_error_t *err)
+{
+  const char *env = getenv("AGT_VERIFY_FAULT");
+  cleanup_free char *copy = NULL;
+  char *save = NULL;
+
+  memset(f, 0, sizeof *f);
+  if (env == NULL || *env == '\0')
+    return 0;
+  copy = xstrdup(env);
+  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    char *end;
+    long k;
+    if (strcmp(t, "mount") == 0) {
+      f->mount = 1;
+      continue;
+    }
+    if (strncmp(t, "no-allow:", 9) == 0 || strncmp(t, "leak:", 5) == 0) {
+      const char *num = strchr(t, ':') + 1;
+      errno = 0;
+      k = strtol(num, &end, 10);
+      if (errno || *end || k < 1 || (unsigned long)k > n)
+        return agt_error_kind(err, AGT_E_INVALID,
+                              "AGT_VERIFY_FAULT '%s': the jail number must be 1..%u", t, n);
+      if (t[0] == 'n')
+        f->no_allow = (int)k;
+      else
+        f->leak = (int)k;
+      continue;
+    }
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "AGT_VERIFY_FAULT '%s': write no-allow:K, leak:K or mount", t);
+  }
+  return 0;
+}
+
+static void random_tag(char *buf, size_t len)
+{
+  unsigned char b[2] = {0};
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+  if (fd < 0 || read(fd, b, sizeof b) != (ssize_t)sizeof b) {
+    b[0] = (unsigned char)getpid();
+    b[1] = (unsigned char)time(NULL);
+  }
+  if (fd >= 0)
+    close(fd);
+  snprintf(buf, len, "%02x%02x", b[0], b[1]);
+}
+
+/* A script on the guest, as root; its stdout in *out.  A failure to run it, or a non-zero
+ * status, is an error quoting its stderr. */
+static int guest(struct verify *v, const char *script, char **out, agt_error_t *err)
+{
+  cleanup_free char *errout = NULL;
+  int code = 0;
+
+  if (agt_guest_sh(v->c, script, out, &errout, &code, err) < 0)
+    return -1;
+  if (code != 0) {
+    size_t n = strlen(errout);
+    while (n && errout[n - 1] == '\n')
+      errout[--n] = '\0';
+    agt_error_kind(err, AGT_E_STATE, "a script on the guest exited with status %d%s%s", code,
+                   n ? ": " : "", errout);
+    free(*out);
+    *out = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+/* Each line of out starting with "J<k> ": fn(jail, rest of the line). */
+static void per_jail_lines(struct verify *v, char *out,
+                           void (*fn)(struct verify *v, struct vjail *j, char *rest))
+{
+  char *save = NULL;
+
+  for (char *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    char *end;
+    long k;
+    if (l[0] != 'J')
+      continue;
+    k = strtol(l + 1, &end, 10);
+    if (*end != ' ' || k < 1 || (unsigned long)k > v->n)
+      continue;
+    fn(v, &v->j[k - 1], end + 1);
+  }
+}
+
+/* Setup: where the source tree is on the guest, a marker directory only the guest has, and
+ * how many processes the guest runs. */
+static int setup_guest(struct verify *v, agt_error_t *err)
+{
+  struct sb s = {0};
+  cleanup_free char *out = NULL, *host_src = NULL;
+  const char *hs = agt_config_get(&v->c->cfg, AGT_CFG_VM_AGT_SOURCE);
+  unsigned long long avail = 0;
+  char *save = NULL;
+  int r;
+
+  host_src = xstrdup(hs ? hs : "");
+  sb_addf(&s, "for d in");
+  if (v->c->target.kind != AGT_TARGET_LOCAL)
+    sb_addf(&s, " %s", VERIFY_GUEST_SRC);
+  if (*host_src) {
+    sb_addf(&s, " ");
+    sb_add_quoted(&s, host_src);
+  }
+  sb_addf(&s,
+          "; do if [ -f \"$d/tests/fakes/model_server.py\" ] && [ -f \"$d/rootfs/default.yaml\" ]; "
+          "then echo \"src $d\"; break; fi; done\n"
+          "mkdir -m 0755 %s && echo guest-only > %s/guest-only || exit 1\n"
+          "echo \"procs $(ls -d /proc/[0-9]* | wc -l)\"\n"
+          "echo \"memkb $(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)\"\n",
+          v->mark, v->mark);
+  r = guest(v, s.s, &out, err);
+  free(s.s);
+  if (r < 0)
+    return agt_error_wrap(err, "prepare the guest");
+  for (char *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    if (strncmp(l, "src ", 4) == 0)
+      v->src = xstrdup(l + 4);
+    else if (strncmp(l, "procs ", 6) == 0)
+      v->guest_procs = atoi(l + 6);
+    else if (strncmp(l, "memkb ", 6) == 0)
+      avail = strtoull(l + 6, NULL, 10) * 1024;
+  }
+  if (avail && avail < (unsigned long long)v->n * VERIFY_TURN_PEAK) {
+    char a[32], b[32];
+    agt_note(v->c,
+             "warning: the guest has %s of memory available, and %u opencode turns at once "
+             "peak near %s: some may be killed (fewer --jails, or more vm.memory)",
+             agt_human_bytes(avail, a, sizeof a), v->n,
+             agt_human_bytes((unsigned long long)v->n * VERIFY_TURN_PEAK, b, sizeof b));
+  }
+  if (v->src == NULL)
+    return agt_error_kind(err, AGT_E_NOTFOUND,
+                          "the guest has no agt source tree (tests/fakes/model_server.py, "
+                          "rootfs/default.yaml) at %s%s (vm.agt_source; a VM mounts it at %s)",
+                          v->c->target.kind != AGT_TARGET_LOCAL ? VERIFY_GUEST_SRC " or " : "",
+                          host_src, VERIFY_GUEST_SRC);
+  return 0;
+}
+
+static int find_rootfs(json_t *ls, const char *ref, char *id, size_t len)
+{
+  size_t i;
+  json_t *r;
+
+  json_array_foreach(json_object_get(ls, "rootfs"), i, r)
+  {
+    const char *rid = str(r, "id");
+    if (strcmp(str(r, "name"), ref) == 0 ||
+        (strlen(ref) >= 6 && strncmp(rid, ref, strlen(ref)) == 0)) {
+      snprintf(id, len, "%.12s", rid);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static int ensure_rootfs(struct verify *v, agt_error_t *err)
+{
+  json_t *ls = NULL, *res = NULL;
+  cleanup_free char *manifest = NULL;
+  char id[16] = "";
+  double t;
+
+  if (agt_target_call(&v->c->target, "rootfs.ls", NULL, &ls, err) < 0)
+    return -1;
+  if (find_rootfs(ls, v->rootfs, id, sizeof id)) {
+    json_decref(ls);
+    row(v, "rootfs", "", 1, "'%s' is there (%s)", v->rootfs, id);
+    return 0;
+  }
+  json_decref(ls);
+  if (strcmp(v->rootfs, "default") != 0)
+    return agt_error_kind(err, AGT_E_NOTFOUND,
+                          "no rootfs '%s' on the guest ('agt rootfs ls' lists them)", v->rootfs);
+  manifest = xasprintf("%s/rootfs/default.yaml", v->src);
+  agt_note(v->c, "building the default rootfs from %s", manifest);
+  t = now_s();
+  if (tcall(v, "rootfs.build", json_pack("{s:s, s:b}", "manifest", manifest, "allow_download", 1),
+            &res, err) < 0)
+    return agt_error_wrap(err, "build the default rootfs (%s)", manifest);
+  row(v, "rootfs", "", 1, "'default' built from %s in %.1f s (%.12s)", manifest, now_s() - t,
+      str(res, "id"));
+  json_decref(res);
+  return 0;
+}
+
+/* The test model server on the guest's 127.0.0.1, run as the login user; it ends when its
+ * stdin does. */
+static int start_model(struct verify *v, agt_error_t *err)
+{
+  struct sb s = {0};
+  char line[512];
+  int r;
+
+  sb_addf(&s, "python3 ");
+  {
+    cleanup_free char *p = xasprintf("%s/tests/fakes/model_server.py", v->src);
+    sb_add_quoted(&s, p);
+  }
+  sb_addf(&s, " --host 127.0.0.1 --port 0 </dev/null & p=$!\n"
+              "cat >/dev/null\n"
+              "kill $p 2>/dev/null; wait $p 2>/dev/null; exit 0\n");
+  r = agt_guest_spawn(v->c, s.s, &v->model, err);
+  free(s.s);
+  if (r < 0)
+    return agt_error_wrap(err, "start the test model server");
+  v->model_up = 1;
+  for (;;) {
+    const char *at;
+    r = agt_guest_proc_line(&v->model, line, sizeof line, 20000, err);
+    if (r < 0)
+      return agt_error_wrap(err, "the test model server did not start");
+    if (r == 0)
+      return agt_error_kind(err, AGT_E_STATE, "the test model server exited before listening");
+    if (strncmp(line, "listening on ", 13) == 0 && (at = strrchr(line, ':')) != NULL) {
+      v->model_port = (unsigned)atoi(at + 1);
+      break;
+    }
+    agt_note(v->c, "model server: %s", line);
+  }
+  row(v, "model", "", v->model_port != 0, "tests/fakes/model_server.py on the guest's 127.0.0.1:%u",
+      v->model_port);
+  return 0;
+}
+
+/* What each jail runs: a timed opencode turn, then a listener of its own on its loopback,
+ * then it waits to be probed and removed. */
+static const char jail_script[] =
+    "read t0 _ </proc/uptime\n"
+    "echo \"agt-verify: turn-start $t0\"\n"
+    "opencode run --dir /work \"AGT-WRITE out.txt $AGT_VERIFY_NAME\" </dev/null\n"
+    "rc=$?\n"
+    "read t1 _ </proc/uptime\n"
+    "echo \"agt-verify: turn-end $t1 $rc\"\n"
+    "(while :; do nc -l -p \"$AGT_VERIFY_PORT\" -e echo \"agt-verify $AGT_VERIFY_NAME\"; done) "
+    "</dev/null >/dev/null 2>&1 &\n"
+    "exec sleep 3600\n";
+
+static json_t *jail_env(struct verify *v, struct vjail *j)
+{
+  static const char *const off[] = {"OPENCODE_DISABLE_MODELS_FETCH",
+                                    "OPENCODE_DISABLE_AUTOUPDATE",
+                                    "OPENCODE_DISABLE_LSP_DOWNLOAD",
+                                    "OPENCODE_DISABLE_DEFAULT_PLUGINS",
+                                    "OPENCODE_DISABLE_SHARE",
+                                    "OPENCODE_DISABLE_CLAUDE_CODE",
+                                    "OPENCODE_DISABLE_EXTERNAL_SKILLS",
+                                    "OPENCODE_DISABLE_FFF",
+                                    "OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER",
+                                    NULL};
+  cleanup_free char *cfg = xasprintf(
+      "{\"$schema\":\"https://opencode.ai/config.json\",\"provider\":{\"local\":{\"npm\":"
+      "\"@ai-sdk/openai-compatible\",\"name\":\"agt verify's test model\",\"options\":{"
+      "\"baseURL\":\"http://127.0.0.1:%u/v1\",\"apiKey\":\"sk-local\"},\"models\":{\"mock\":{"
+      "\"name\":\"Mock\",\"tool_call\":true}}}},\"model\":\"local/mock\",\"small_model\":"
+      "\"local/mock\",\"autoupdate\":false,\"share\":\"disabled\",\"permission\":{\"bash\":"
+      "\"allow\",\"edit\":\"allow\",\"webfetch\":\"deny\"}}",
+      v->model_port);
+  char port[16];
+  json_t *env;
+
+  snprintf(port, sizeof port, "%u", j->port);
+  /* NO_PROXY without 127.0.0.1: the model is on the guest's loopback, not the jail's, and
+   * only agtd's proxy reaches it.  The OPENCODE_DISABLE_* variables skip fetches that the
+   * allowlist refuses anyway, and work a one-shot turn does not need. */
+  env = json_pack("{s:s, s:s, s:s, s:s, s:s}", "OPENCODE_CONFIG_CONTENT", cfg, "NO_PROXY",
+                  "localhost,::1", "no_proxy", "localhost,::1", "AGT_VERIFY_NAME", j->name,
+                  "AGT_VERIFY_PORT", port);
+  for (size_t i = 0; off[i]; i++)
+    json_object_set_new(env, off[i], json_string("1"));
+  return env;
+}
+
+static void start_jails(struct verify *v)
+{
+  char allow[64];
+
+  snprintf(allow, sizeof allow, "127.0.0.1:%u", v->model_port);
+  agt_note(v->c, "starting %u jails of opencode", v->n);
+  for (unsigned k = 0; k < v->n && !interrupted; k++) {
+    struct vjail *j = &v->j[k];
+    int no_allow = v->fault.no_allow == (int)k + 1;
+    json_t *params, *res = NULL;
+    agt_error_t e = NULL;
+
+    params = json_pack("{s:s, s:s, s:s, s:[s,s,s], s:o, s:{s:I, s:I}, s:{s:s, s:o}}", "name",
+                       j->name, "agent", "opencode", "rootfs", v->rootfs, "argv", "/bin/sh", "-c",
+                       jail_script, "env", jail_env(v, j), "limits", "memory",
+                       (json_int_t)VERIFY_MEMORY, "pids", (json_int_t)VERIFY_PIDS, "network",
+                       "mode", "allow", "allow", no_allow ? json_array() : json_pack("[s]", allow));
+    if (agt_target_call(&v->c->target, "jail.run", params, &res, &e) < 0) {
+      row(v, "start", j->name, 0, "jail.run failed: %s", e->msg);
+      agt_error_release(&e);
+    } else {
+      j->started = 1;
+      j->start_ms = json_number_value(json_object_get(res, "start_ms"));
+      j->workspace = xstrdup(str(res, "workspace"));
+      row(v, "start", j->name, 1, "started in %.1f ms; allowlist %s%s", j->start_ms,
+          no_allow ? "empty" : allow, no_allow ? " (test hook AGT_VERIFY_FAULT no-allow)" : "");
+    }
+    json_decref(params);
+    json_decref(res);
+  }
+}
+
+static void parse_turn_log(struct vjail *j)
+{
+  const char *p;
+
+  if (!j->turn_started && (p = strstr(j->log.s ? j->log.s : "", "agt-verify: turn-start ")))
+    j->turn_started = sscanf(p + 23, "%lf", &j->t0) == 1;
+  if (!j->turn_done && (p = strstr(j->log.s ? j->log.s : "", "agt-verify: turn-end ")))
+    j->turn_done = sscanf(p + 21, "%lf %d", &j->t1, &j->rc) == 2;
+}
+
+/* Follow the jails' logs until every turn has ended (or its jail did). */
+static int wait_turns(struct verify *v, agt_error_t *err)
+{
+  double deadline = now_s() + (double)v->timeout_s;
+  unsigned last = 0;
+
+  for (;;) {
+    unsigned pending = 0, done = 0;
+    for (unsigned k = 0; k < v->n; k++) {
+      struct vjail *j = &v->j[k];
+      json_t *res = NULL;
+      const char *b64;
+      cleanup_free char *data = NULL;
+      size_t len = 0;
+
+      if (!j->started || j->turn_done || j->gone)
+        continue;
+      if (tcall(v, "jail.logs",
+                json_pack("{s:s, s:I}", "name", j->name, "offset", (json_int_t)j->log_off), &res,
+                err) < 0)
+        return agt_error_wrap(err, "jail '%s'", j->name);
+      b64 = json_string_value(json_object_get(res, "data_b64"));
+      data = b64 ? agt_base64_decode(b64, &len) : NULL;
+      if (data && len)
+        sb_addf(&j->log, "%.*s", (int)len, data);
+      j->log_off = (uint64_t)json_integer_value(json_object_get(res, "next"));
+      parse_turn_log(j);
+      if (!j->turn_done && strcmp(str(res, "state"), "exited") == 0 &&
+          j->log_off >= (uint64_t)json_integer_value(json_object_get(res, "end")))
+        j->gone = 1;
+      json_decref(res);
+    }
+    for (unsigned k = 0; k < v->n; k++) {
+      if (!v->j[k].started)
+        continue;
+      if (v->j[k].turn_done || v->j[k].gone)
+        done++;
+      else
+        pending++;
+    }
+    if (done != last) {
+      agt_note(v->c, "%u of %u turns done", done, done + pending);
+      last = done;
+    }
+    if (pending == 0)
+      return 0;
+    if (interrupted)
+      return agt_error_kind(err, AGT_E_STATE, "interrupted");
+    if (now_s() > deadline) {
+      agt_note(v->c, "%u turns still running after %llu s (--timeout)", pending,
+               (unsigned long long)v->timeout_s);
+      return 0;
+    }
+    sleep_ms(250);
+  }
+}
+
+/* What the proxy allowed and refused for each jail. */
+static void read_netlogs(struct verify *v)
+{
+  for (unsigned k = 0; k < v->n; k++) {
+    struct vjail *j = &v->j[k];
+    json_t *res = NULL, *e;
+    agt_error_t err = NULL;
+    size_t i;
+
+    if (!j->started)
+      continue;
+    if (tcall(v, "jail.net", json_pack("{s:s, s:I}", "name", j->name, "offset", (json_int_t)0),
+              &res, &err) < 0) {
+      agt_error_release(&err);
+      continue;
+    }
+    json_array_foreach(json_object_get(res, "entries"), i, e)
+    {
+      const char *d = str(e, "decision");
+      if (json_integer_value(json_object_get(e, "port")) != (json_int_t)v->model_port)
+        continue;
+      if (strcmp(d, "allowed") == 0) {
+        j->allowed++;
+      } else if (strcmp(d, "blocked") == 0) {
+        j->blocked++;
+        free(j->blocked_reason);
+        j->blocked_reason =
+            xasprintf("%s %s:%lld refused: %s", str(e, "method"), str(e, "host"),
+                      (long long)json_integer_value(json_object_get(e, "port")), str(e, "reason"));
+      }
+    }
+    json_decref(res);
+  }
+}
+
+static void on_after_line(struct verify *v, struct vjail *j, char *rest)
+{
+  (void)v;
+  if (strncmp(rest, "file ", 5) == 0) {
+    free(j->file);
+    j->file = xstrdup(rest + 5);
+  } else if (strncmp(rest, "elsewhere ", 10) == 0) {
+    agt_strv_push(&j->elsewhere, rest + 10);
+  } else if (strncmp(rest, "cg ", 3) == 0) {
+    char f[64];
+    unsigned long long val;
+    if (sscanf(rest + 3, "%63s %llu", f, &val) == 2) {
+      j->cg_found = 1;
+      if (strcmp(f, "memory.max") == 0 || strcmp(f, "memory.limit_in_bytes") == 0)
+        j->cg_memory = val;
+      else if (strcmp(f, "pids.max") == 0)
+        j->cg_pids = val;
+      else if (strcmp(f, "memory.peak") == 0 || strcmp(f, "memory.max_usage_in_bytes") == 0)
+        j->cg_peak = val;
+    } else if (sscanf(rest + 3, "%63s", f) == 1) {
+      j->cg_found = 1;
+    }
+  } else if (strncmp(rest, "conn ", 5) == 0) {
+    free(j->guest_conn);
+    j->guest_conn = xstrdup(rest + 5);
+  }
+}
+
+/* From the guest, after the turns: each workspace's out.txt, where each jail's word is
+ * found besides its own workspace, each jail's cgroup files, and whether the guest reaches
+ * each jail's loopback listener. */
+static int look_from_guest(struct verify *v, agt_error_t *err)
+{
+  struct sb s = {0};
+  cleanup_free char *out = NULL;
+  int r;
+
+  if (v->fault.leak) {
+    /* Test hook: leak jail K's file into the next jail's workspace. */
+    struct vjail *a = &v->j[v->fault.leak - 1], *b = &v->j[v->fault.leak % v->n];
+    if (a->workspace && b->workspace && a != b) {
+      cleanup_free char *from = xasprintf("%s/out.txt", a->workspace);
+      cleanup_free char *to = xasprintf("%s/leaked.txt", b->workspace);
+      sb_addf(&s, "cp ");
+      sb_add_quoted(&s, from);
+      sb_addf(&s, " ");
+      sb_add_quoted(&s, to);
+      sb_addf(&s, " 2>/dev/null\n");
+    }
+  }
+  sb_addf(&s, "conn() { python3 -c 'import socket, sys\n"
+              "for p in sys.argv[1:]:\n"
+              "    s = socket.socket(); s.settimeout(2)\n"
+              "    try:\n"
+              "        s.connect((\"127.0.0.1\", int(p)))\n"
+              "    except OSError:\n"
+              "        print(p, \"refused\"); continue\n"
+              "    try:\n"
+              "        print(p, \"open:\" + s.recv(200).decode(errors=\"replace\").strip())\n"
+              "    except OSError:\n"
+              "        print(p, \"open:\")\n"
+              "' \"$@\"; }\n");
+  for (unsigned k = 0; k < v->n; k++) {
+    struct vjail *j = &v->j[k];
+    if (!j->started || !j->workspace)
+      continue;
+    sb_addf(&s, "ws=");
+    sb_add_quoted(&s, j->workspace);
+    sb_addf(&s,
+            "\nif [ -f \"$ws/out.txt\" ]; then echo \"J%u file $(head -c 200 \"$ws/out.txt\" | tr "
+            "-d '\\n')\"; fi\n",
+            k + 1);
+    for (unsigned o = 0; o < v->n; o++) {
+      if (o == k || !v->j[o].started || !v->j[o].workspace)
+        continue;
+      sb_addf(&s, "grep -rlF -- %s ", j->name);
+      sb_add_quoted(&s, v->j[o].workspace);
+      sb_addf(&s, " 2>/dev/null | sed 's/^/J%u elsewhere /'\n", k + 1);
+    }
+    sb_addf(
+        &s,
+        "for d in $(find /sys/fs/cgroup -maxdepth 3 -type d -name %s 2>/dev/null); do "
+        "echo \"J%u cg dir\"; for f in memory.max memory.limit_in_bytes pids.max memory.peak "
+        "memory.max_usage_in_bytes; do [ -f \"$d/$f\" ] && echo \"J%u cg $f $(cat \"$d/$f\")\"; "
+        "done; done\n",
+        j->name, k + 1, k + 1);
+    sb_addf(&s, "conn %u | sed 's/^[0-9]* /J%u conn /'\n", j->port, k + 1);
+  }
+  r = guest(v, s.s, &out, err);
+  free(s.s);
+  if (r < 0)
+    return agt_error_wrap(err, "look at the workspaces from the guest");
+  per_jail_lines(v, out, on_after_line);
+  return 0;
+}
+
+/* The probe each jail runs (jail.exec) after its turn, while every jail is still up. */
+static const char probe_script[] =
+    "own=$1 model=$2 tries=$3 others=$4; shift 4\n"
+    "echo \"word $(cat /work/out.txt 2>/dev/null)\"\n"
+    "for p in \"$@\"; do [ -e \"$p\" ] && echo \"sees $p\"; done\n"
+    "n=0; for d in /proc/[0-9]*; do n=$((n + 1)); "
+    "echo \"proc ${d#/proc/} $(tr '\\0' ' ' <\"$d/cmdline\" 2>/dev/null | cut -c1-120)\"; done\n"
+    "echo \"procs $n\"\n"
+    "conn() { /bin/bash -c 'exec 3<>/dev/tcp/127.0.0.1/$0 || exit 1; IFS= read -t 1 -r l <&3; "
+    "echo \"open:$l\"' \"$1\" 2>/dev/null || echo refused; }\n"
+    "echo \"own $(conn \"$own\")\"\n"
+    "for p in $others; do echo \"other $p $(conn \"$p\")\"; done\n"
+    "echo \"model $(conn \"$model\")\"\n"
+    "rm -f /tmp/agt-verify-pids /tmp/agt-verify-forked\n"
+    "( i=0; while [ $i -lt \"$tries\" ]; do sleep 30 </dev/null >/dev/null 2>&1 & "
+    "echo $! >>/tmp/agt-verify-pids; i=$((i + 1)); echo $i >/tmp/agt-verify-forked; done ) "
+    "2>/dev/null\n"
+    "read forked </tmp/agt-verify-forked\n"
+    "while read p; do kill $p; done </tmp/agt-verify-pids\n"
+    "echo \"forked $forked\"\n";
+
+/* The guest paths no jail may see: agtd's state and socket, the marker, the model server's
+ * script, every workspace as the guest names it.  Those that exist on the guest. */
+static int guest_paths(struct verify *v, struct agt_strv *paths, agt_error_t *err)
+{
+  struct agt_strv cand = {0};
+  struct sb s = {0};
+  cleanup_free char *out = NULL;
+  char *save = NULL;
+  int r;
+
+  agt_strv_push(&cand, v->state_dir);
+  agt_strv_push(&cand, agt_config_get(&v->c->cfg, AGT_CFG_AGTD_SOCKET));
+  agt_strv_pushf(&cand, "%s/guest-only", v->mark);
+  agt_strv_pushf(&cand, "%s/tests/fakes/model_server.py", v->src);
+  for (unsigned k = 0; k < v->n; k++)
+    if (v->j[k].workspace && *v->j[k].workspace)
+      agt_strv_push(&cand, v->j[k].workspace);
+  sb_addf(&s, "for p in");
+  for (size_t i = 0; i < cand.n; i++) {
+    sb_addf(&s, " ");
+    sb_add_quoted(&s, cand.v[i]);
+  }
+  sb_addf(&s, "; do [ -e \"$p\" ] && echo \"$p\"; done; exit 0\n");
+  agt_strv_clear(&cand);
+  r = guest(v, s.s, &out, err);
+  free(s.s);
+  if (r < 0)
+    return -1;
+  for (char *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+    agt_strv_push(paths, l);
+  return 0;
+}
+
+/* Run the probe in every jail at once: one connection each, then read them in turn. */
+static int probe_jails(struct verify *v, char *const *paths, agt_error_t *err)
+{
+  agt_rpc_t rpc[VERIFY_MAX_JAILS];
+  char own[16], model[16], tries[16];
+  struct sb others = {0};
+
+  (void)err;
+  snprintf(model, sizeof model, "%u", v->model_port);
+  snprintf(tries, sizeof tries, "%d", VERIFY_PIDS + 16);
+  for (unsigned k = 0; k < v->n; k++)
+    sb_addf(&others, "%s%u", k ? " " : "", v->j[k].port);
+  for (unsigned k = 0; k < v->n; k++) {
+    struct vjail *j = &v->j[k];
+    json_t *argv, *params, *res = NULL;
+    agt_error_t e = NULL;
+
+    rpc[k].fd = -1;
+    if (!j->started || !j->turn_done)
+      continue;
+    snprintf(own, sizeof own, "%u", j->port);
+    argv = json_pack("[s, s, s, s, s, s, s, s]", "/bin/sh", "-c", probe_script, "agt-verify-probe",
+                     own, model, tries, others.s ? others.s : "");
+    for (size_t i = 0; paths[i]; i++)
+      json_array_append_new(argv, json_string(paths[i]));
+    params = json_pack("{s:s, s:o}", "name", j->name, "argv", argv);
+    if (agt_guest_rpc(v->c, &rpc[k], &e) < 0 ||
+        agt_rpc_call(&rpc[k], "jail.exec", params, &res, &e) < 0) {
+      j->probe = xasprintf("jail.exec failed: %s", e->msg);
+      j->probe_code = -1;
+      agt_error_release(&e);
+      agt_rpc_close(&rpc[k]);
+      rpc[k].fd = -1;
+    }
+    json_decref(params);
+    json_decref(res);
+  }
+  for (unsigned k = 0; k < v->n; k++) {
+    struct vjail *j = &v->j[k];
+    struct sb o = {0};
+    agt_error_t e = NULL;
+
+    if (rpc[k].fd < 0)
+      continue;
+    j->probe_code = -1;
+    for (;;) {
+      json_t *msg = NULL, *x;
+      if (agt_rpc_read_msg(&rpc[k], &msg, &e) < 0) {
+        sb_addf(&o, "\n(the stream ended: %s)", e->msg);
+        agt_error_release(&e);
+        break;
+      }
+      if ((x = json_object_get(msg, "out")) != NULL) {
+        size_t len = 0;
+        cleanup_free char *d = agt_base64_decode(json_string_value(x), &len);
+        if (d && len)
+          sb_addf(&o, "%.*s", (int)len, d);
+      } else if ((x = json_object_get(msg, "exit")) != NULL) {
+        j->probe_code = (int)json_integer_value(json_object_get(x, "exit_code"));
+        json_decref(msg);
+        break;
+      }
+      json_decref(msg);
+    }
+    agt_rpc_close(&rpc[k]);
+    j->probe = o.s ? o.s : xstrdup("");
+  }
+  free(others.s);
+  return 0;
+}
+
+/* The value after "key " on a line of the probe's output, or NULL. */
+static char *probe_value(const char *probe, const char *key)
+{
+  size_t n = strlen(key);
+
+  for (const char *l = probe; l && *l;) {
+    const char *nl = strchr(l, '\n');
+    size_t len = nl ? (size_t)(nl - l) : strlen(l);
+    if (len >= n + 1 && strncmp(l, key, n) == 0 && l[n] == ' ')
+      return xstrndup(l + n + 1, len - n - 1);
+    if (len == n && strncmp(l, key, n) == 0)
+      return xstrdup("");
+    l = nl ? nl + 1 : NULL;
+  }
+  return NULL;
+}
+
+static void inspect_jails(struct verify *v)
+{
+  for (unsigned k = 0; k < v->n; k++) {
+    struct vjail *j = &v->j[k];
+    agt_error_t e = NULL;
+
+    if (!j->started)
+      continue;
+    if (tcall(v, "jail.inspect", json_pack("{s:s}", "name", j->name), &j->info, &e) < 0)
+      agt_error_release(&e);
+    if (j->gone && j->info && json_object_get(j->info, "reason"))
+      j->reason = xstrdup(str(j->info, "reason"));
+  }
+}
+
+static const char *mib(uint64_t n, char *buf, size_t len)
+{
+  return agt_human_bytes(n, buf, len);
+}
+
+static void check_turns(struct verify *v)
+{
+  for (unsigned k = 0; k < v->n; k++) {
+    struct vjail *j = &v->j[k];
+    cleanup_free char *why = NULL;
+
+    if (!j->started)
+      continue;
+    if (j->file && strcmp(j->file, j->name) == 0 && j->turn_done) {
+      row(v, "turn", j->name, 1,
+          "opencode wrote out.txt = %s into its workspace in %.1f s (exit %d); %d model "
+          "requests through the proxy",
+          j->file, j->t1 - j->t0, j->rc, j->allowed);
+      continue;
+    }
+    if (!j->turn_done)
+      why = xasprintf("the turn did not end%s%s%s%s",
+                      j->gone ? ": the jail exited" : " within --timeout", j->reason ? " (" : "",
+                      j->reason ? j->reason : "", j->reason ? ")" : "");
+    else
+      why = xasprintf("opencode exited %d after %.1f s", j->rc, j->t1 - j->t0);
+    if (j->file)
+      row(v, "turn", j->name, 0, "out.txt holds '%s', not its name; %s", j->file, why);
+    else
+      row(v, "turn", j->name, 0,
+          "no out.txt in its workspace %s: the agent could not complete its turn; %s; %d "
+          "model requests allowed, %d refused%s%s%s",
+          j->workspace ? j->workspace : "", why, j->allowed, j->blocked,
+          j->blocked_reason ? " (the proxy: " : "", j->blocked_reason ? j->blocked_reason : "",
+          j->blocked_reason ? ")" : "");
+  }
+}
+
+static void check_leaks(struct verify *v)
+{
+  unsigned others = 0;
+
+  for (unsigned k = 0; k < v->n; k++)
+    others += v->j[k].started && v->j[k].workspace;
+  for (unsigned k = 0; k < v->n; k++) {
+    struct vjail *j = &v->j[k];
+    if (!j->started)
+      continue;
+    if (j->elsewhere.n == 0) {
+      row(v, "only-here", j->name, 1, "its name is in no other workspace (%u checked)",
+          others ? others - 1 : 0);
+    } else {
+      struct sb where = {0};
+      for (size_t i = 0; i < j->elsewhere.n; i++)
+        sb_addf(&where, "%s%s", i ? ", " : "", j->elsewhere.v[i]);
+      row(v, "only-here", j->name, 0, "its file leaked: its name is also in %s", where.s);
+      free(where.s);
+    }
+  }
+}
+
+static void check_concurrency(struct verify *v)
+{
+  double max_t0 = 0, min_t1 = 0;
+  const char *late = NULL, *early = NULL;
+  unsigned n = 0;
+
+  for (unsigned k = 0; k < v->n; k++) {
+    struct vjail *j = &v->j[k];
+    if (!j->turn_started || !j->turn_done)
+      continue;
+    if (n == 0 || j->t0 > max_t0) {
+      max_t0 = j->t0;
+      late = j->name;
+    }
+    if (n == 0 || j->t1 < min_t1) {
+      min_t1 = j->t1;
+      early = j->name;
+    }
+    n++;
+  }
+  if (n < 2) {
+    row(v, "concurrent", "", v->n == 1 && n == 1, "%u turn%s timed (one jail runs alone)", n,
+        n == 1 ? "" : "s");
+    return;
+  }
+  if (max_t0 < min_t1)
+    row(v, "concurrent", "", 1,
+        "all %u turns ran at once for %.1f s (the last started at %.2f, "
+        "the first ended at %.2f, guest uptime)",
+        n, min_t1 - max_t0, max_t0, min_t1);
+  else
+    row(v, "concurrent", "", 0,
+        "the turns did not overlap: %s ended (%.2f) before %s started (%.2f)", early, min_t1, late,
+        max_t0);
+}
+
+static int own_proc(const char *cmd)
+{
+  static const char *const own[] = {"agt-init", "sleep", "nc ", "/bin/sh",   "sh ",   "tr ",
+                                    "cut ",     "cat ",  "ls ", "/bin/bash", "bash ", NULL};
+  if (*cmd == '\0')
+    return 1; /* a process that just exited, or a kernel thread's empty cmdline */
+  for (const char *const *p = own; *p; p++)
+    if (strncmp(cmd, *p, strlen(*p)) == 0)
+      return 1;
+  return 0;
+}
+
+static void check_isolation(struct verify *v, size_t npaths)
+{
+  for (unsigned k = 0; k < v->n; k++) {
+    struct vjail *j = &v->j[k];
+    struct sb seen = {0}, foreign = {0}, nets = {0};
+    cleanup_free char *word = NULL, *procs = NULL, *own = NULL, *model = NULL;
+    const char *l;
+    int nprocs;
+
+    if (!j->started)
+      continue;
+    if (j->probe == NULL) {
+      row(v, "isolation", j->name, 0, "not probed: its turn did not end");
+      continue;
+    }
+    if (j->probe_code != 0) {
+      row(v, "isolation", j->name, 0, "the probe (jail.exec) failed with %d: %.200s", j->probe_code,
+          j->probe);
+      continue;
+    }
+    word = probe_value(j->probe, "word");
+    procs = probe_value(j->probe, "procs");
+    own = probe_value(j->probe, "own");
+    model = probe_value(j->probe, "model");
+    for (l = j->probe; l && *l;) {
+      const char *nl = strchr(l, '\n');
+      cleanup_free char *line = nl ? xstrndup(l, (size_t)(nl - l)) : xstrdup(l);
+      l = nl ? nl + 1 : NULL;
+      if (strncmp(line, "sees ", 5) == 0)
+        sb_addf(&seen, "%s%s", seen.len ? ", " : "", line + 5);
+      if (strncmp(line, "proc ", 5) == 0) {
+        const char *cmd = strchr(line + 5, ' ');
+        int bad;
+        cmd = cmd ? cmd + 1 : "";
+        bad = !own_proc(cmd);
+        for (unsigned o = 0; o < v->n && !strstr(cmd, "agt-verify-probe"); o++)
+          if (o != k && strstr(cmd, v->j[o].name))
+            bad = 1;
+        if (bad)
+          sb_addf(&foreign, "%s%s", foreign.len ? ", " : "", line + 5);
+      }
+      if (strncmp(line, "other ", 6) == 0) {
+        unsigned port = (unsigned)atoi(line + 6);
+        const char *res = strchr(line + 6, ' ');
+        res = res ? res + 1 : "";
+        if (port != j->port && strncmp(res, "refused", 7) != 0)
+          sb_addf(&nets, "%s127.0.0.1:%u answered (%s)", nets.len ? ", " : "", port, res);
+      }
+    }
+    if (model && strncmp(model, "refused", 7) != 0)
+      sb_addf(&nets, "%sthe guest's 127.0.0.1:%u answered directly", nets.len ? ", " : "",
+              v->model_port);
+    if (j->guest_conn && strncmp(j->guest_conn, "refused", 7) != 0 &&
+        strstr(j->guest_conn, j->name))
+      sb_addf(&nets, "%sthe guest reached the jail's 127.0.0.1:%u", nets.len ? ", " : "", j->port);
+
+    /* files: what it sees of the guest; its /work/out.txt, when there is one, is its own */
+    if (seen.len)
+      row(v, "files", j->name, 0, "it sees guest paths: %s", seen.s);
+    else if (word && *word && strcmp(word, j->name) != 0)
+      row(v, "files", j->name, 0, "/work/out.txt holds '%s', not its own name", word);
+    else
+      row(v, "files", j->name, 1,
+          "%s; none of %zu guest paths is visible (agtd's state and socket, the workspaces as "
+          "the guest names them, the model server, a guest-only file)",
+          word && *word ? "/work/out.txt is its own" : "no /work/out.txt (see its turn)", npaths);
+    /* processes */
+    nprocs = procs ? atoi(procs) : -1;
+    if (foreign.len == 0 && nprocs > 0 && nprocs < 32)
+      row(v, "processes", j->name, 1, "it sees %d processes, all its own (the guest runs %d)",
+          nprocs, v->guest_procs);
+    else
+      row(v, "processes", j->name, 0, "it sees %d processes%s%s", nprocs,
+          foreign.len ? ", not all its own: " : "", foreign.len ? foreign.s : "");
+    /* network */
+    {
+      cleanup_free char *banner = xasprintf("open:agt-verify %s", j->name);
+      if (own == NULL || strcmp(own, banner) != 0)
+        row(v, "network", j->name, 0,
+            "its own listener on 127.0.0.1:%u did not answer inside it (%s): the probe is broken",
+            j->port, own ? own : "no answer");
+      else if (nets.len)
+        row(v, "network", j->name, 0, "%s", nets.s);
+      else
+        row(v, "network", j->name, 1,
+            "its 127.0.0.1:%u answers inside it only; the other jails' ports and the guest's "
+            "127.0.0.1:%u are closed to it; the guest cannot reach its port",
+            j->port, v->model_port);
+    }
+    free(seen.s);
+    free(foreign.s);
+    free(nets.s);
+  }
+}
+
+static void check_limits(struct verify *v)
+{
+  for (unsigned k = 0; k < v->n; k++) {
+    struct vjail *j = &v->j[k];
+    json_t *lim = json_object_get(j->info, "limits");
+    uint64_t mem = (uint64_t)json_integer_value(json_object_get(lim, "memory"));
+    uint64_t pids = (uint64_t)json_integer_value(json_object_get(lim, "pids"));
+    cleanup_free char *forked_s = j->probe ? probe_value(j->probe, "forked") : NULL;
+    int forked = forked_s ? atoi(forked_s) : -1;
+    char a[32], b[32];
+    struct sb bad = {0};
+
+    if (!j->started)
+      continue;
+    if (mem != VERIFY_MEMORY || pids != VERIFY_PIDS)
+      sb_addf(&bad, "agtd reports memory %llu, pids %llu; ", (unsigned long long)mem,
+              (unsigned long long)pids);
+    if (!j->cg_found)
+      sb_addf(&bad, "no cgroup named %s on the guest; ", j->name);
+    else if (j->cg_memory != VERIFY_MEMORY || j->cg_pids != VERIFY_PIDS)
+      sb_addf(&bad, "its cgroup says memory %llu, pids %llu; ", (unsigned long long)j->cg_memory,
+              (unsigned long long)j->cg_pids);
+    if (j->cg_peak > VERIFY_MEMORY)
+      sb_addf(&bad, "its memory peaked at %llu; ", (unsigned long long)j->cg_peak);
+    if (j->probe && (forked < 0 || forked >= VERIFY_PIDS))
+      sb_addf(&bad, "%d processes forked past the pids limit %d; ", forked, VERIFY_PIDS);
+    if (bad.len) {
+      bad.s[bad.len - 2] = '\0';
+      row(v, "limits", j->name, 0, "%s", bad.s);
+    } else {
+      cleanup_free char *forks =
+          j->probe ? xasprintf("forks stopped after %d of %d tries", forked, VERIFY_PIDS + 16)
+                   : xstrdup("no fork test: not probed");
+      row(v, "limits", j->name, 1,
+          "memory %s (peak %s) and pids %d set, read back from agtd and its cgroup; %s",
+          mib(VERIFY_MEMORY, a, sizeof a), j->cg_peak ? mib(j->cg_peak, b, sizeof b) : "n/a",
+          VERIFY_PIDS, forks);
+    }
+    free(bad.s);
+  }
+}
+
+static void on_left_line(struct verify *v, struct vjail *j, char *rest)
+{
+  (void)v;
+  agt_strv_push(&j->left, rest);
+}
+
+/* Remove the jails, then look for anything of theirs on the guest. */
+static int remove_and_check(struct verify *v, double *removal_s, agt_error_t *err)
+{
+  struct sb s = {0};
+  cleanup_free char *out = NULL;
+  double t = now_s();
+  int r;
+
+  for (unsigned k = 0; k < v->n; k++) {
+    struct vjail *j = &v->j[k];
+    json_t *res = NULL;
+    agt_error_t e = NULL;
+    if (!j->started)
+      continue;
+    if (tcall(v, "jail.rm", json_pack("{s:s, s:b}", "name", j->name, "force", 1), &res, &e) < 0) {
+      agt_strv_pushf(&j->left, "jail.rm failed: %s", e->msg);
+      agt_error_release(&e);
+    }
+    json_decref(res);
+  }
+  *removal_s = now_s() - t;
+  if (v->fault.mount && v->j[0].started) /* test hook: a mount named after jail 1 */
+    sb_addf(&s, "mkdir -p %s/%s && mount -t tmpfs agt-verify-fault %s/%s\n", v->mark, v->j[0].name,
+            v->mark, v->j[0].name);
+  for (unsigned k = 0; k < v->n; k++) {
+    struct vjail *j = &v->j[k];
+    if (!j->started)
+      continue;
+    sb_addf(
+        &s,
+        "n=%s\n"
+        "awk -v n=\"$n\" 'index($0, n) { print \"J%u mount \" $5 \" (\" $(NF-2) \")\" }' "
+        "/proc/self/mountinfo\n"
+        "find /sys/fs/cgroup -maxdepth 4 -type d -name \"$n\" 2>/dev/null | sed 's/^/J%u cgroup "
+        "/'\n"
+        "grep -lE \"/$n\\$\" /proc/[0-9]*/cgroup 2>/dev/null | sed 's/^/J%u process in its cgroup: "
+        "/'\n"
+        "grep -laF \"AGT_VERIFY_NAME=$n\" /proc/[0-9]*/environ 2>/dev/null | grep -v '/self/' | "
+        "sed 's/^/J%u process with its environment: /'\n",
+        j->name, k + 1, k + 1, k + 1, k + 1);
+    sb_addf(&s, "[ -e ");
+    {
+      cleanup_free char *d = xasprintf("%s/jails/%s", v->state_dir, j->name);
+      sb_add_quoted(&s, d);
+    }
+    sb_addf(&s, " ] && echo \"J%u its directory in agtd's state\"\n", k + 1);
+  }
+  sb_addf(&s, "exit 0\n");
+  r = guest(v, s.s, &out, err);
+  free(s.s);
+  if (r < 0)
+    return agt_error_wrap(err, "look for what the jails left behind");
+  per_jail_lines(v, out, on_left_line);
+  for (unsigned k = 0; k < v->n; k++) {
+    struct vjail *j = &v->j[k];
+    struct sb what = {0};
+    if (!j->started)
+      continue;
+    if (j->left.n == 0) {
+      row(v, "cleanup", j->name, 1, "removed: no mount, cgroup, process or directory is left");
+      continue;
+    }
+    for (size_t i = 0; i < j->left.n; i++)
+      sb_addf(&what, "%s%s", i ? "; " : "", j->left.v[i]);
+    row(v, "cleanup", j->name, 0, "left behind after jail.rm: %s", what.s);
+    free(what.s);
+  }
+  return 0;
+}
+
+/* Whatever happened: the jails, the fault mount, the marker, the model server. */
+static void teardown(struct verify *v)
+{
+  struct sb s = {0};
+  cleanup_free char *out = NULL;
+  agt_error_t e = NULL;
+
+  for (unsigned k = 0; k < v->n; k++) {
+    json_t *res = NULL;
+    if (!v->j[k].started)
+      continue;
+    if (tcall(v, "jail.rm", json_pack("{s:s, s:b}", "name", v->j[k].name, "force", 1), &res, &e) <
+        0)
+      agt_error_release(&e);
+    json_decref(res);
+  }
+  if (v->mark[0]) {
+    sb_addf(&s,
+            "if [ -d %s ]; then for d in %s/*/; do umount \"$d\" 2>/dev/null; done; "
+            "rm -rf %s; fi; exit 0\n",
+            v->mark, v->mark, v->mark);
+    if (guest(v, s.s, &out, &e) < 0) {
+      agt_note(v->c, "could not clean %s on the guest: %s", v->mark, e->msg);
+      agt_error_release(&e);
+    }
+    free(s.s);
+  }
+  if (v->model_up)
+    agt_guest_proc_end(&v->model);
+  v->model_up = 0;
+}
+
+static int verify_opt(void *ctx, int key, const char *arg, agt_error_t *err)
+{
+  struct verify *v = ctx;
+  uint64_t n;
+
+  switch (key) {
+  case 'n':
+    if (agt_parse_u64("--jails", arg, &n, err) < 0)
+      return -1;
+    if (n < 1 || n > VERIFY_MAX_JAILS)
+      return agt_error_kind(err, AGT_E_INVALID, "--jails %s: give 1 to %d", arg, VERIFY_MAX_JAILS);
+    v->n = (unsigned)n;
+    return 0;
+  case OPT_ROOTFS:
+    v->rootfs = arg;
+    return 0;
+  case OPT_TIMEOUT:
+    return agt_parse_duration("--timeout", arg, &v->timeout_s, err);
+  default:
+    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
+  }
+}
+
+static void release(struct verify *v)
+{
+  for (unsigned k = 0; k < VERIFY_MAX_JAILS; k++) {
+    struct vjail *j = &v->j[k];
+    free(j->workspace);
+    free(j->log.s);
+    free(j->reason);
+    free(j->blocked_reason);
+    free(j->file);
+    agt_strv_clear(&j->elsewhere);
+    free(j->guest_conn);
+    json_decref(j->info);
+    free(j->probe);
+    agt_strv_clear(&j->left);
+  }
+  free(v->src);
+  free(v->state_dir);
+  free(v->failures.s);
+}
+
+int cmd_verify(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
+{
+  struct verify *v = xzalloc(sizeof *v);
+  struct agt_strv paths = {0};
+  struct sigaction sa, old_int, old_term;
+  json_t *st = NULL;
+  char desc[256];
+  double t_begin = now_s(), t_turns = 0, t_turns_end = 0, removal = 0, tmin = 0, tmax = 0;
+  int i, r = -1;
+
+  v->c = c;
+  v->n = 8;
+  v->rootfs = agt_config_get(&c->cfg, AGT_CFG_JAIL_ROOTFS);
+  v->timeout_s = 300;
+  i = agt_cmd_opts(argc, argv, &help, verify_opt, v, err);
+  if (i == -2 || i < 0 || i < argc) {
+    if (i >= 0 && i < argc)
+      agt_error_kind(err, AGT_E_INVALID, "agt verify takes no operands");
+    free(v);
+    return i == -2 ? 0 : -1;
+  }
+  if (parse_faults(&v->fault, v->n, err) < 0) {
+    free(v);
+    return -1;
+  }
+  random_tag(v->tag, sizeof v->tag);
+  for (unsigned k = 0; k < v->n; k++) {
+    snprintf(v->j[k].name, sizeof v->j[k].name, "verify-%s-%02u", v->tag, k + 1);
+    v->j[k].port = VERIFY_LISTEN_BASE + k + 1;
+    v->j[k].rc = -1;
+  }
+
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  interrupted = 0;
+
+  if (agt_target_call(&c->target, "daemon.status", NULL, &st, err) < 0) {
+    agt_error_wrap(err, "agtd at %s ('agt up' starts it)", c->target.spec);
+    goto out;
+  }
+  v->state_dir = xstrdup(str(st, "state_dir"));
+  printf("%-11s %-16s %-6s %s\n", "CHECK", "JAIL", "RESULT", "DETAIL");
+  row(v, "agtd", "", 1, "%s at %s, cgroup v%lld, state %s",
+      json_string_value(json_object_get(c->target.rpc.hello, "agtd_version")),
+      agt_target_describe(&c->target, desc, sizeof desc),
+      (long long)json_integer_value(json_object_get(st, "cgroup_version")), v->state_dir);
+  snprintf(v->mark, sizeof v->mark, "/tmp/agt-verify-%s", v->tag);
+  if (setup_guest(v, err) < 0)
+    goto out;
+  if (ensure_rootfs(v, err) < 0 || start_model(v, err) < 0)
+    goto out;
+
+  t_turns = now_s();
+  start_jails(v);
+  if (wait_turns(v, err) < 0)
+    goto out;
+  t_turns_end = now_s();
+  read_netlogs(v);
+  inspect_jails(v);
+  if (look_from_guest(v, err) < 0 || guest_paths(v, &paths, err) < 0)
+    goto out;
+  probe_jails(v, paths.v, err);
+  check_turns(v);
+  check_leaks(v);
+  check_concurrency(v);
+  check_isolation(v, paths.n);
+  check_limits(v);
+  if (remove_and_check(v, &removal, err) < 0)
+    goto out;
+  for (unsigned k = 0, n = 0; k < v->n; k++) {
+    struct vjail *j = &v->j[k];
+    double d;
+    if (!j->turn_done || !j->turn_started)
+      continue;
+    d = j->t1 - j->t0;
+    if (n == 0 || d < tmin)
+      tmin = d;
+    if (n == 0 || d > tmax)
+      tmax = d;
+    n++;
+  }
+  row(v, "wall", "", 1,
+      "whole run %.1f s: setup %.1f s, %u turns %.1f s (each %.1f to %.1f s), checks %.1f s, "
+      "removal %.1f s",
+      now_s() - t_begin, t_turns - t_begin, v->n, t_turns_end - t_turns, tmin, tmax,
+      now_s() - t_turns_end - removal, removal);
+  r = 0;
+out:
+  teardown(v);
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGTERM, &old_term, NULL);
+  if (r == 0) {
+    printf("verify: %u jails, %u checks, %u passed, %u failed, %.1f s\n", v->n, v->checks,
+           v->checks - v->failed, v->failed, now_s() - t_begin);
+    if (v->failed)
+      r = agt_error_kind(err, AGT_E_STATE, "verify: %u of %u checks failed: %s", v->failed,
+                         v->checks, v->failures.s);
+  }
+  agt_strv_clear(&paths);
+  json_decref(st);
+  release(v);
+  free(v);
+  return r;
+}

@@ -1,0 +1,304 @@
+#include "portfwd.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "rpc.h"
+#include "xalloc.h"
+
+#define HALF_BUF 65536
+
+/* One direction of a relay: bytes read from one side, not yet written to the other. */
+struct half {
+  char buf[HALF_BUF];
+  size_t off, len;
+  int eof;  /* the source ended */
+  int shut; /* and the destination was shut for writing */
+};
+
+struct relay {
+  int fd[2];        /* 0: the connection accepted here; 1: the one to agtd */
+  struct half h[2]; /* h[i]: from fd[i] to fd[1 - i] */
+  int dead;
+  struct relay *next;
+};
+
+static int stop_pipe[2] = {-1, -1};
+
+static void on_stop(int sig)
+{
+  int saved = errno;
+  unsigned char b = (unsigned char)sig;
+
+  if (stop_pipe[1] >= 0 && write(stop_pipe[1], &b, 1) < 0) {
+    /* a byte is waiting already */
+  }
+  errno = saved;
+}
+
+static void set_flags(int fd)
+{
+  int fl = fcntl(fd, F_GETFL);
+
+  if (fl >= 0)
+    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+static int listen_on(unsigned port, unsigned *got, agt_error_t *err)
+{
+  struct sockaddr_in sa;
+  socklen_t len = sizeof sa;
+  int fd, one = 1;
+
+  fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0)
+    return agt_error_make(err, errno, "socket");
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons((uint16_t)port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK); /* this machine's loopback only */
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+      bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 64) < 0 ||
+      getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+    int e = errno;
+    close(fd);
+    return agt_error_make(err, e, "listen on 127.0.0.1:%u", port);
+  }
+  set_flags(fd);
+  *got = ntohs(sa.sin_port);
+  return fd;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+  const char *p = data;
+
+  while (len > 0) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    p += w;
+    len -= (size_t)w;
+  }
+  return 0;
+}
+
+/* A connection accepted: its own connection to agtd, jail.port on it, then a relay. */
+static struct relay *start_relay(struct agt_portfwd *p, int conn)
+{
+  agt_rpc_t rpc;
+  agt_error_t err = NULL;
+  json_t *res = NULL;
+  json_t *params = json_pack("{s:s, s:I}", "name", p->jail, "port", (json_int_t)p->guest_port);
+  struct relay *r;
+  int rc;
+
+  rc = agt_target_open(p->target, &rpc, &err);
+  if (rc == 0)
+    rc = agt_rpc_call(&rpc, "jail.port", params, &res, &err);
+  json_decref(params);
+  if (rc < 0) {
+    fprintf(stderr, "agt: port %u of jail '%s': %s\n", p->guest_port, p->jail, err->msg);
+    agt_error_release(&err);
+    agt_rpc_close(&rpc);
+    close(conn);
+    return NULL;
+  }
+  json_decref(res);
+  /* bytes that came right behind the reply are the jail's already */
+  if (rpc.dec.len && write_all(conn, rpc.dec.buf, rpc.dec.len) < 0) {
+    agt_rpc_close(&rpc);
+    close(conn);
+    return NULL;
+  }
+  r = xzalloc(sizeof *r);
+  r->fd[0] = conn;
+  r->fd[1] = steal_fd(&rpc.fd);
+  agt_rpc_close(&rpc);
+  set_flags(r->fd[0]);
+  set_flags(r->fd[1]);
+  return r;
+}
+
+/* Move what can move without waiting. */
+static void pump(struct relay *r)
+{
+  for (int i = 0; i < 2 && !r->dead; i++) {
+    struct half *h = &r->h[i];
+    while (h->len > 0) {
+      ssize_t w = write(r->fd[1 - i], h->buf + h->off, h->len);
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        break;
+      if (w <= 0) {
+        r->dead = 1;
+        break;
+      }
+      h->off += (size_t)w;
+      h->len -= (size_t)w;
+    }
+    if (h->len == 0)
+      h->off = 0;
+    if (h->eof && h->len == 0 && !h->shut) {
+      shutdown(r->fd[1 - i], SHUT_WR);
+      h->shut = 1;
+    }
+  }
+}
+
+static void read_side(struct relay *r, int i)
+{
+  struct half *h = &r->h[i];
+  ssize_t n;
+
+  do
+    n = read(r->fd[i], h->buf, sizeof h->buf);
+  while (n < 0 && errno == EINTR);
+  if (n > 0) {
+    h->off = 0;
+    h->len = (size_t)n;
+  } else if (n == 0) {
+    h->eof = 1;
+  } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+    r->dead = 1;
+  }
+}
+
+static void relay_free(struct relay *r)
+{
+  close(r->fd[0]);
+  close(r->fd[1]);
+  free(r);
+}
+
+int agt_portfwd_run(struct agt_portfwd *p, agt_error_t *err)
+{
+  static const int sigs[] = {SIGINT, SIGTERM};
+  struct sigaction sa, old[2];
+  struct relay *relays = NULL;
+  struct pollfd *pf = NULL;
+  struct relay **pr = NULL;
+  size_t cap = 0;
+  unsigned port = 0;
+  int lfd, ret = 0;
+
+  lfd = listen_on(p->local_port, &port, err);
+  if (lfd < 0)
+    return -1;
+  if (pipe(stop_pipe) < 0) {
+    close(lfd);
+    return agt_error_make(err, errno, "pipe");
+  }
+  set_flags(stop_pipe[0]);
+  set_flags(stop_pipe[1]);
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop;
+  sigemptyset(&sa.sa_mask);
+  for (int i = 0; i < 2; i++)
+    sigaction(sigs[i], &sa, &old[i]);
+  if (p->listening)
+    p->listening(p->ctx, port);
+
+  for (;;) {
+    size_t n = 0, nr = 0;
+
+    for (struct relay **pp = &relays; *pp;) {
+      struct relay *r = *pp;
+      pump(r);
+      if (r->dead || (r->h[0].shut && r->h[1].shut)) {
+        *pp = r->next;
+        relay_free(r);
+        continue;
+      }
+      nr++;
+      pp = &r->next;
+    }
+    if (2 * nr + 2 > cap) {
+      cap = 2 * nr + 16;
+      pf = xrealloc(pf, cap * sizeof *pf);
+      pr = xrealloc(pr, cap * sizeof *pr);
+    }
+    pf[n].fd = stop_pipe[0];
+    pf[n].events = POLLIN;
+    pr[n++] = NULL;
+    pf[n].fd = lfd;
+    pf[n].events = POLLIN;
+    pr[n++] = NULL;
+    for (struct relay *r = relays; r; r = r->next)
+      for (int i = 0; i < 2; i++) {
+        short ev = 0;
+        if (r->h[i].len == 0 && !r->h[i].eof)
+          ev |= POLLIN;
+        if (r->h[1 - i].len > 0)
+          ev |= POLLOUT;
+        if (ev == 0)
+          continue; /* a side that ended and has nothing to take: not watched */
+        pf[n].fd = r->fd[i];
+        pf[n].events = ev;
+        pr[n++] = r;
+      }
+    for (size_t i = 0; i < n; i++)
+      pf[i].revents = 0;
+    if (poll(pf, (nfds_t)n, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      ret = agt_error_make(err, errno, "poll");
+      break;
+    }
+    if (pf[0].revents)
+      break; /* SIGINT or SIGTERM */
+    for (size_t i = 2; i < n; i++) {
+      struct relay *r = pr[i];
+      int side = r->fd[0] == pf[i].fd ? 0 : 1;
+      if ((pf[i].revents & (POLLIN | POLLHUP | POLLERR)) && r->h[side].len == 0 &&
+          !r->h[side].eof && !r->dead)
+        read_side(r, side);
+    }
+    if (pf[1].revents) {
+      int conn = accept(lfd, NULL, NULL);
+      if (conn < 0) {
+        if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED)
+          continue;
+        ret = agt_error_make(err, errno, "accept on 127.0.0.1:%u", port);
+        break;
+      }
+      fcntl(conn, F_SETFD, FD_CLOEXEC);
+      {
+        struct relay *r = start_relay(p, conn);
+        if (r) {
+          r->next = relays;
+          relays = r;
+        }
+      }
+    }
+  }
+  while (relays) {
+    struct relay *r = relays;
+    relays = r->next;
+    relay_free(r);
+  }
+  free(pf);
+  free(pr);
+  close(lfd);
+  for (int i = 0; i < 2; i++)
+    sigaction(sigs[i], &old[i], NULL);
+  close(stop_pipe[0]);
+  close(stop_pipe[1]);
+  stop_pipe[0] = stop_pipe[1] = -1;
+  return ret;
+}

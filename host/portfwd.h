@@ -1,0 +1,25 @@
+/* agt jail port: a listening socket on this machine's 127.0.0.1, and for each connection
+ * accepted there a connection of its own to agtd (a new SSH channel, or a new connection
+ * to the local socket) that asks jail.port and then carries raw bytes both ways. */
+#ifndef AGT_HOST_PORTFWD_H
+#define AGT_HOST_PORTFWD_H
+
+#include "error.h"
+#include "target.h"
+
+struct agt_portfwd {
+  struct agt_target *target;
+  const char *jail;
+  unsigned guest_port;
+  unsigned local_port; /* 0: any free port */
+  int quiet;           /* no line per refused connection on stderr */
+  /* called once the socket listens, with the port it got */
+  void (*listening)(void *ctx, unsigned port);
+  void *ctx;
+};
+
+/* Listen and relay until SIGINT or SIGTERM (then 0), or a failure of the listening
+ * socket. */
+int agt_portfwd_run(struct agt_portfwd *p, agt_error_t *err);
+
+#endif

@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# Working with running jails through agt, over SSH to the stand-in's VM (a real sshd and a
+# real agtd; see lima.sh):
+#
+#   agt jail run attaches at once, through a real pty (tmux): type into the jailed shell,
+#   read the answer, resize the window and see stty size change, detach, reattach and see
+#   what was printed meanwhile, detach keys from the config; run of a command shows its
+#   output and exits with its code; exec; logs -f loses nothing under 57 MB written as
+#   fast as the jail can; port reaches a server on the jail's loopback (several
+#   connections, a large body); --allow and the agents.NAME.allow config against a test
+#   HTTP server, and agt jail net showing the allowed and the refused request; jail ls.
+#
+# Needs root and Linux, tmux, curl and ss.  A missing prerequisite is a failure.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+exec </dev/null # agt is not on a terminal here, except where tmux gives it one
+
+command -v tmux >/dev/null || bail "tmux is needed to drive a real terminal (apt-get install tmux)"
+command -v curl >/dev/null || bail "curl is needed (apt-get install curl)"
+command -v ss >/dev/null || bail "ss is needed (apt-get install iproute2)"
+
+MODEL_PID=
+e2e_cleanup_hook() {
+  [ -n "$MODEL_PID" ] && kill "$MODEL_PID" 2>/dev/null
+  [ -n "${TM:-}" ] && $TM kill-server 2>/dev/null
+  [ -n "${PORTER:-}" ] && kill "$PORTER" 2>/dev/null
+  return 0
+}
+
+e2e_vm_up
+e2e_test_rootfs
+printf 'jail:\n  rootfs: test\n' >>"$AGT_CONFIG"
+
+# agt for commands tmux runs: the same environment, whatever tmux passes on
+cat >"$T/agt" <<EOF
+#!/bin/sh
+export LIMA_HOME='$LIMA_HOME' XDG_CACHE_HOME='$XDG_CACHE_HOME' XDG_CONFIG_HOME='$XDG_CONFIG_HOME'
+export AGT_CONFIG='$AGT_CONFIG' AGT_FAKE_LIMACTL_ALLOW_ROOT=1 PATH='$PATH'
+exec '$AGT' "\$@"
+EOF
+chmod 755 "$T/agt"
+export TMUX_TMPDIR=$T
+TM="tmux -L agt-e2e"
+screen() { $TM capture-pane -p -t "$1" | grep -v '^$'; }
+shows() { screen "$1" | grep -Eq -- "$2"; }
+wait_for() { wait_until 15 shows "$1" "$2"; }
+attached() { # attached JAIL: the number of clients agtd counts on it
+  agt jail ls --json | python3 -c 'import json,sys
+print(next((j.get("attached", 0) for j in json.load(sys.stdin) if j["name"] == sys.argv[1]), -1))' "$1"
+}
+attached_is() { test "$(attached "$1")" = "$2"; }
+
+# --- attach through a real terminal
+$TM new-session -d -s one -x 100 -y 30 -c "$WORK" "$T/agt jail run --name sh1; echo EXITED rc=\$?; sleep 60"
+check "agt jail run attaches at once: the jailed shell's prompt" wait_for one '^/work \$'
+check "with a line saying how to detach" shows one '^\[attached to sh1; detach with ctrl-p,ctrl-q\]'
+$TM send-keys -t one 'echo typed-$((6*7)); stty size' Enter
+check "typed input reaches the jailed shell and its answer comes back" wait_for one '^typed-42$'
+check "the jail's terminal has the window's size (30 100)" wait_for one '^30 100$'
+$TM resize-window -t one -x 120 -y 40
+sleep 0.5
+$TM send-keys -t one 'stty size' Enter
+check "a resize reaches the jail (stty size says 40 120)" wait_for one '^40 120$'
+run agt jail ls
+like "agt jail ls: the jail runs, with CPU, memory and one attached client" "$OUT" \
+  '^sh1 +shell +running +- +[0-9a-f]+ +[0-9]+s +[0-9.]+s +[0-9.]+M +1$'
+like "under a header naming the columns" "$OUT" '^NAME +AGENT +STATE +EXIT +ROOTFS +AGE +CPU +MEMORY +ATTACHED$'
+is "agt jail ls --json counts it too" "$(attached sh1)" 1
+
+$TM send-keys -t one 'sleep 2; echo produced-while-away' Enter
+sleep 0.5
+$TM send-keys -t one C-p C-q
+check "ctrl-p ctrl-q detaches" wait_for one 'detached from sh1; it keeps running'
+check "and agt exits 0" wait_for one '^EXITED rc=0$'
+like "the jail still runs" "$(agt jail ls)" "^sh1 +shell +running"
+check "with nobody attached" wait_until 5 attached_is sh1 0
+sleep 2
+
+# the detach keys from the repository's config
+mkdir -p "$WORK/.agt"
+printf 'jail:\n  detach_keys: ctrl-x,x\n' >"$WORK/.agt/config.yaml"
+$TM new-session -d -s two -x 120 -y 40 -c "$WORK" "$T/agt jail attach sh1; echo EXITED rc=\$?; sleep 60"
+check "on reattach the output produced meanwhile is shown" wait_for two '^produced-while-away$'
+check "the detach keys come from jail.detach_keys" shows two 'detach with ctrl-x,x\]'
+$TM send-keys -t two 'echo still-here' Enter
+check "the reattached terminal types into the same shell" wait_for two '^still-here$'
+$TM send-keys -t two C-p C-q
+sleep 0.5
+check "ctrl-p ctrl-q no longer detaches" test -z "$(screen two | grep detached)"
+$TM send-keys -t two C-c # they went to the shell's line editor: drop that line
+sleep 0.3
+$TM send-keys -t two C-x x
+check "ctrl-x x does" wait_for two 'detached from sh1; it keeps running'
+rm -rf "$WORK/.agt"
+
+$TM new-session -d -s three -x 80 -y 24 -c "$WORK" "$T/agt jail attach --detach-keys ctrl-a,d sh1; echo EXITED rc=\$?; sleep 60"
+check "a third attach shows the screen" wait_for three '^still-here$'
+$TM send-keys -t three 'exit 7' Enter
+check "when the jailed shell exits, agt jail attach exits with its code" wait_for three '^EXITED rc=7$'
+like "the jail has exited with 7" "$(agt jail ls)" '^sh1 +shell +exited +7 '
+$TM kill-server 2>/dev/null
+TM=
+
+run agt jail attach sh1
+is "attaching to an exited jail fails" "$RC" 1
+like "saying why" "$ERR" "only a running jail can be attached"
+run agt jail attach --detach-keys ctrl-pp sh1
+is "bad detach keys are a usage error" "$RC" 2
+like "naming the key" "$ERR" "'ctrl-pp' is not a key"
+
+# --- run without a terminal: the command's output, then its exit code
+run agt jail run --name b1 -- /bin/sh -c 'echo out-1; echo err-1 >&2; exit 5'
+is "agt jail run of a command exits with its code" "$RC" 5
+is "after printing its output" "$OUT" "$(printf 'out-1\nerr-1')"
+run agt jail run -d --name b2 -- /bin/sh -c 'echo bg; sleep 300'
+is "agt jail run -d returns at once" "$RC" 0
+like "saying the jail started" "$OUT" '^b2 started in [0-9.]+ ms$'
+like "without a terminal for a command run from a script" "$(agt jail inspect b2)" '"tty": false'
+agt jail rm --force b2 >/dev/null
+
+# --- exec and port: a server on the jail's loopback
+agt jail run -d --name web -- /bin/sh -c 'echo served-from-the-jail > /work/index.html; head -c 5000000 /dev/urandom > /work/big; exec httpd -f -p 127.0.0.1:8080 -h /work' >/dev/null
+run agt jail exec web -- /bin/sh -c 'cat /work/index.html; hostname; exit 4'
+is "agt jail exec exits with the command's code" "$RC" 4
+like "and prints its output" "$OUT" '^served-from-the-jail$'
+like "run in the jail (its hostname)" "$OUT" '^web$'
+run agt jail exec web -- /no/such
+is "exec of a missing binary exits 127" "$RC" 127
+
+"$AGT" jail port web 8080 0 >"$T/port.out" 2>"$T/port.err" &
+PORTER=$!
+check "agt jail port says where it listens" wait_until 10 grep -q '^forwarding 127.0.0.1:[0-9]* to port 8080 in jail web' "$T/port.out"
+LPORT=$(sed -n 's/^forwarding 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/port.out")
+is "a request to the local port reaches the jail's server" \
+  "$(curl -s -m 10 "http://127.0.0.1:$LPORT/index.html")" served-from-the-jail
+pids=
+for i in 1 2 3 4 5 6; do
+  curl -s -m 20 -o "$T/c$i" "http://127.0.0.1:$LPORT/index.html" &
+  pids="$pids $!"
+done
+# shellcheck disable=SC2086
+wait $pids
+is "six connections at once, each on its own channel" "$(cat "$T"/c[1-6] | grep -c served-from-the-jail)" 6
+want=$(agt jail exec web -- md5sum /work/big | cut -d' ' -f1)
+is "a 5 MB body arrives intact" "$(curl -s -m 30 "http://127.0.0.1:$LPORT/big" | md5sum | cut -d' ' -f1)" "$want"
+check "only this machine's loopback listens" test -n "$(ss -ltnH "sport = :$LPORT" | grep "127.0.0.1:$LPORT ")"
+is "and nothing else" "$(ss -ltnH "sport = :$LPORT" | grep -vc "127.0.0.1:$LPORT ")" 0
+kill -INT "$PORTER"
+wait "$PORTER"
+is "ctrl-c ends agt jail port with status 0" "$?" 0
+PORTER=
+"$AGT" jail port web 9 0 >"$T/port2.out" 2>"$T/port2.err" &
+PORTER=$!
+wait_until 10 grep -q forwarding "$T/port2.out"
+LPORT=$(sed -n 's/^forwarding 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/port2.out")
+curl -s -m 5 "http://127.0.0.1:$LPORT/" >/dev/null
+check "a port nothing listens on in the jail is reported" wait_until 5 grep -q "nothing listening on port 9" "$T/port2.err"
+kill -INT "$PORTER"
+wait "$PORTER"
+PORTER=
+run agt jail port b1 8080 0
+is "agt jail port of an exited jail fails" "$RC" 1
+like "saying so" "$ERR" "jail 'b1' is exited"
+agt jail rm --force web >/dev/null
+
+# --- logs -f: 4.5 million numbered lines (about 57 MB) as fast as the jail writes them, with
+# the default 8 MiB log on disk; the follower, over SSH, gets every line in order.
+run agt jail create --name spam -- probe spam 4500000
+like "agt jail create creates without starting" "$OUT" '^spam created$'
+"$AGT" jail logs -f spam >"$T/follow.out" 2>"$T/follow.err" &
+FOLLOWER=$!
+check "the follower is attached before the jail starts" wait_until 10 attached_is spam 1
+t0=$(date +%s)
+run agt jail start spam
+like "agt jail start starts it" "$OUT" '^spam started in'
+wait "$FOLLOWER"
+is "agt jail logs -f exits 0 when the jail ends" "$?" 0
+echo "# 57 MB followed in $(($(date +%s) - t0)) s"
+out=$(awk 'BEGIN { n = 0 } { if ($0 != "line " n) { print "line " NR " is: " $0; exit } n++ } END { print n }' "$T/follow.out")
+is "logs -f lost nothing: all 4500000 lines, in order" "$out" 4500000
+check "while the log kept on disk stayed within its budget" \
+  test "$(cat "$VMDIR"/disk/agt/jails/spam/console.log* | wc -c)" -le $((8 << 20))
+run agt jail logs --since 20 spam
+like "--since starts at a byte offset, past what was rotated away" "$(printf '%s\n' "$OUT" | tail -1)" '^line 4499999$'
+agt jail rm spam >/dev/null
+
+# --- the network: --allow, agents.NAME.allow, and agt jail net
+python3 "$FAKES/model_server.py" --host 127.0.0.1 --port 0 --log "$T/model.log" >"$T/model.out" 2>&1 &
+MODEL_PID=$!
+wait_until 10 grep -q listening "$T/model.out" || bail "the test model server did not start"
+MPORT=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$T/model.out")
+OTHER=$((MPORT == 65535 ? MPORT - 1 : MPORT + 1))
+GET="wget -q -O - http://127.0.0.1:$MPORT/v1/models; echo; wget -q -O - http://127.0.0.1:$OTHER/ 2>&1; echo rc=\$?"
+run agt jail run --name n1 --allow "127.0.0.1:$MPORT" -- /bin/sh -c "$GET"
+like "with --allow the test server answers through agtd's proxy" "$OUT" '"id": "mock"'
+like "another port of the same host is refused" "$OUT" "403 Forbidden"
+run agt jail net n1
+like "agt jail net shows the allowed request, with its bytes" "$OUT" \
+  "^closed +GET +127\.0\.0\.1:$MPORT \(127\.0\.0\.1\) up [0-9]+ down [0-9]+"
+like "and the refused one, with the reason" "$OUT" \
+  "^blocked +GET +127\.0\.0\.1:$OTHER: host not on the jail's allowlist"
+run agt jail net --json n1
+is "agt jail net --json: one object per decision" \
+  "$(printf '%s\n' "$OUT" | python3 -c 'import json,sys; print(" ".join(json.loads(l)["decision"] for l in sys.stdin))')" \
+  "allowed closed blocked"
+
+run agt jail run --name n2 -- /bin/sh -c "$GET"
+like "without --allow the test server is refused" "$OUT" "403 Forbidden"
+unlike "and does not answer" "$OUT" '"id": "mock"'
+cat >>"$AGT_CONFIG" <<EOF
+agents:
+  shell:
+    allow:
+      - 127.0.0.1:$MPORT
+EOF
+run agt jail run --name n3 -- /bin/sh -c "$GET"
+like "agents.shell.allow in the config lets it through" "$OUT" '"id": "mock"'
+run agt jail run --name n4 --net none -- /bin/sh -c "$GET"
+unlike "--net none: no way out, allowlist or not" "$OUT" '"id": "mock"'
+run agt jail net n4
+is "and no proxy to log anything" "$OUT" ""
+
+(agt jail run -d --name n5 --allow "127.0.0.1:$MPORT" -- /bin/sh -c "sleep 1; $GET; sleep 1" >/dev/null
+  "$AGT" jail net -f n5 >"$T/net-follow.out")
+like "agt jail net -f follows the decisions until the jail exits" "$(cat "$T/net-follow.out")" \
+  "^blocked +GET +127\.0\.0\.1:$OTHER"
+
+for j in sh1 b1 n1 n2 n3 n4 n5; do agt jail rm "$j" >/dev/null; done
+is "no jail is left" "$(agt jail ls --json)" "[]"

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# agt verify end to end, target local: `agt up` starts a private agtd (its own socket, state,
+# cgroup and log, so it collides with nothing), then the real `agt verify --jails 3` runs
+# the real opencode in 3 jails against tests/fakes/model_server.py and must pass every
+# check; then each test hook (AGT_VERIFY_FAULT) must make it fail, saying which check.
+#
+# Needs root and Linux (agtd), and the opencode binary (./dev deps installs it).  A missing
+# prerequisite is a failure ("Bail out!"), never a skip.
+set -u
+
+: "${AGT:?AGT must name the agt binary (meson sets it)}"
+: "${AGTD:?AGTD must name the agtd binary (meson sets it)}"
+SRCDIR=${SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+case "$(uname -m)" in
+  aarch64 | arm64) arch=arm64 ;;
+  *) arch=x64 ;;
+esac
+: "${AGT_OPENCODE_BIN:=/var/cache/agt/npm/node_modules/opencode-linux-$arch/bin/opencode}"
+export AGT_OPENCODE_BIN
+
+N=0
+FAILED=0
+ok() { N=$((N + 1)); echo "ok $N - $*"; }
+not_ok() { N=$((N + 1)); FAILED=$((FAILED + 1)); echo "not ok $N - $*"; }
+bail() { echo "Bail out! $*"; exit 1; }
+is() {
+  if [ "$2" = "$3" ]; then ok "$1"; else
+    not_ok "$1"; echo "#   got:  '$2'"; echo "#   want: '$3'"
+  fi
+}
+like() {
+  if printf '%s\n' "$2" | grep -Eq -- "$3"; then ok "$1"; else
+    not_ok "$1"; printf '%s\n' "$2" | head -40 | sed 's/^/#   got: /'; echo "#   want match: $3"
+  fi
+}
+unlike() {
+  if printf '%s\n' "$2" | grep -Eq -- "$3"; then
+    not_ok "$1"; printf '%s\n' "$2" | grep -E -- "$3" | head -20 | sed 's/^/#   got: /'
+    echo "#   want no match: $3"
+  else ok "$1"; fi
+}
+
+[ "$(id -u)" = 0 ] || bail "the verify test needs root (agtd runs the jails)"
+[ "$(uname -s)" = Linux ] || bail "the verify test needs Linux"
+[ -x "$AGT" ] || bail "no agt at $AGT"
+[ -x "$AGTD" ] || bail "no agtd at $AGTD"
+[ -x "$AGT_OPENCODE_BIN" ] || bail "opencode is not installed at $AGT_OPENCODE_BIN (run ./dev deps)"
+command -v python3 >/dev/null || bail "missing python3 (the test model server)"
+
+T=$(mktemp -d /tmp/agt-e2e-verify.XXXXXX)
+chmod 755 "$T"
+CG=agt-e2e-verify-$$
+AGTD_PID=
+
+cleanup() {
+  local rc=$? d
+  if [ -n "$AGTD_PID" ]; then
+    kill -TERM "$AGTD_PID" 2>/dev/null
+    for _ in $(seq 1 100); do kill -0 "$AGTD_PID" 2>/dev/null || break; sleep 0.1; done
+  fi
+  for d in /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG"; do
+    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
+  if [ "$FAILED" -gt 0 ] || [ "$rc" -ne 0 ]; then
+    echo "# agtd log (last 20 lines):"
+    tail -20 "$T/agtd.log" 2>/dev/null | sed 's/^/#   /'
+  fi
+  if ! grep -q " $T/" /proc/self/mountinfo; then
+    rm -rf --one-file-system "$T"
+  fi
+  echo "1..$N"
+  [ "$FAILED" -eq 0 ] && [ "$rc" -eq 0 ]
+  exit $?
+}
+trap cleanup EXIT
+
+# agt's view: target local, agtd's socket in $T; `agt up` starts agtd with the rest.
+printf 'agtd:\n  socket: %s\n' "$T/agtd.sock" >"$T/config.yaml"
+export AGT_CONFIG=$T/config.yaml AGT_TARGET=local
+export AGT_AGTD=$AGTD AGT_AGTD_STATE=$T/state AGT_AGTD_LOG=$T/agtd.log AGT_AGTD_CGROUP=$CG
+export XDG_CACHE_HOME=$T/cache
+unset AGT_INSTANCE AGT_VERIFY_FAULT
+cd "$T" || bail "cd $T"
+
+run() { # run CMD...: sets OUT (stdout), ERR (stderr) and RC
+  OUT=$("$@" 2>"$T/stderr")
+  RC=$?
+  ERR=$(cat "$T/stderr")
+}
+# The jail names of the last run's table, in order.
+names() { printf '%s\n' "$OUT" | awk '$1 == "start" { print $2 }'; }
+
+# --- agt up starts agtd for target local, and reuses it
+run "$AGT" up
+is "agt up (target local, no agtd running) succeeds" "$RC" 0
+like "it says it started agtd" "$ERR" "starting agtd: $AGTD serve --socket=$T/agtd.sock --state-dir=$T/state"
+like "and that agtd answers" "$OUT" "^agtd [0-9.]+ answers at local$"
+AGTD_PID=$(printf '%s\n' "$ERR" | sed -n 's/.*agtd started (pid \([0-9]*\)).*/\1/p')
+[ -n "$AGTD_PID" ] || bail "agt up did not say which agtd it started"
+like "agtd runs with the cgroup asked for" "$(tr '\0' ' ' <"/proc/$AGTD_PID/cmdline")" "--cgroup=$CG"
+like "and logs to the file asked for" "$(cat "$T/agtd.log")" "agtd"
+run "$AGT" up
+is "a second agt up succeeds" "$RC" 0
+unlike "and starts nothing" "$ERR" "starting agtd"
+
+# --- a bad hook value is a usage error
+run env AGT_VERIFY_FAULT=leak:9 "$AGT" verify --jails 2
+is "AGT_VERIFY_FAULT with a jail number out of range: exit 2" "$RC" 2
+like "saying so" "$ERR" "AGT_VERIFY_FAULT 'leak:9': the jail number must be 1..2"
+
+# --- the real run: 3 jails, every check passes
+t0=$(date +%s)
+run "$AGT" verify --jails 3
+t1=$(date +%s)
+is "agt verify --jails 3 exits 0" "$RC" 0
+echo "# agt verify --jails 3 took $((t1 - t0)) s; its table:"
+printf '%s\n' "$OUT" | sed 's/^/#   /'
+like "the table has a header" "$OUT" "^CHECK +JAIL +RESULT +DETAIL$"
+unlike "no row failed" "$OUT" "^[a-z-]+ +[^ ]+ +FAIL "
+like "it says every check passed" "$OUT" "^verify: 3 jails, [0-9]+ checks, [0-9]+ passed, 0 failed"
+like "it built the default rootfs, which was missing" "$OUT" "^rootfs +- +ok +'default' built from $SRCDIR/rootfs/default.yaml"
+like "it started the test model server on the guest's loopback" "$OUT" "^model +- +ok +tests/fakes/model_server.py on the guest's 127\.0\.0\.1:[0-9]+"
+is "3 jails started" "$(printf '%s\n' "$OUT" | grep -cE '^start +verify-[0-9a-f]{4}-0[1-3] +ok ')" 3
+for check in turn only-here files processes network limits cleanup; do
+  is "3 '$check' rows, all ok" "$(printf '%s\n' "$OUT" | grep -cE "^$check +verify-[0-9a-f]{4}-0[1-3] +ok ")" 3
+done
+like "each turn wrote the jail's own name through the proxy" "$OUT" "^turn +(verify-[0-9a-f]{4}-01) +ok +opencode wrote out\.txt = \1 into its workspace in [0-9.]+ s \(exit 0\); [1-9][0-9]* model requests through the proxy"
+like "the turns ran at once" "$OUT" "^concurrent +- +ok +all 3 turns ran at once for [0-9.]+ s"
+like "the wall time of the run and of each turn" "$OUT" "^wall +- +ok +whole run [0-9.]+ s: .*3 turns [0-9.]+ s \(each [0-9.]+ to [0-9.]+ s\)"
+like "the limits were set, read back and held" "$OUT" "^limits +verify-[0-9a-f]{4}-01 +ok +memory 1\.0 GiB \(peak [0-9.]+ [KMG]iB\) and pids 128 set, read back from agtd and its cgroup; forks stopped after [0-9]+ of 144 tries"
+like "the jails saw nothing of each other or of the guest" "$OUT" "^processes +verify-[0-9a-f]{4}-02 +ok +it sees [0-9]+ processes, all its own"
+is "no jail is left in agtd" "$("$AGT" jail ls --json 2>/dev/null | tr -d ' \n')" "[]"
+is "no workspace is left" "$(ls "$T/state/workspaces" | wc -l)" 0
+is "no marker directory or mount of verify is left" "$(ls -d /tmp/agt-verify-"$(names | head -1 | cut -d- -f2)" 2>/dev/null | wc -l)" 0
+# (the brackets keep grep's own command line from matching; other tests' servers use 8080)
+left=0
+for f in /proc/[0-9]*/cmdline; do
+  tr '\0' ' ' <"$f" 2>/dev/null | grep -qE 'model_server[.]py --host 127[.]0[.]0[.]1 --port 0' &&
+    left=$((left + 1))
+done
+is "no model server of verify is left" "$left" 0
+
+# --- the failure paths: each test hook makes verify fail and say which check, and why
+run env AGT_VERIFY_FAULT=no-allow:2 "$AGT" verify --jails 2
+is "a jail that cannot reach the model (no-allow:2): exit 1" "$RC" 1
+like "its turn fails: no file, and the proxy refused it" "$OUT" "^turn +verify-[0-9a-f]{4}-02 +FAIL +no out\.txt in its workspace .*the agent could not complete its turn.*\(the proxy: POST 127\.0\.0\.1:[0-9]+ refused: host not on the jail's allowlist\)"
+like "the other jail's turn passes" "$OUT" "^turn +verify-[0-9a-f]{4}-01 +ok "
+like "the error names the check and the jail" "$ERR" "verify: 1 of [0-9]+ checks failed: turn verify-[0-9a-f]{4}-02: no out\.txt"
+
+run env AGT_VERIFY_FAULT=leak:1 "$AGT" verify --jails 2
+is "a jail whose file leaks into another workspace (leak:1): exit 1" "$RC" 1
+like "only-here fails, naming where it leaked" "$OUT" "^only-here +verify-[0-9a-f]{4}-01 +FAIL +its file leaked: its name is also in $T/state/workspaces/verify-[0-9a-f]{4}-02/leaked\.txt"
+like "the error names the check and the jail" "$ERR" "verify: 1 of [0-9]+ checks failed: only-here verify-[0-9a-f]{4}-01: its file leaked"
+
+run env AGT_VERIFY_FAULT=mount "$AGT" verify --jails 2
+is "a mount left behind (mount): exit 1" "$RC" 1
+like "cleanup fails, naming the mount" "$OUT" "^cleanup +(verify-[0-9a-f]{4}-01) +FAIL +left behind after jail\.rm: mount /tmp/agt-verify-[0-9a-f]{4}/\1 \(tmpfs\)"
+like "the other jail's cleanup passes" "$OUT" "^cleanup +verify-[0-9a-f]{4}-02 +ok "
+like "the error names the check and the jail" "$ERR" "verify: 1 of [0-9]+ checks failed: cleanup verify-[0-9a-f]{4}-01: left behind after jail\.rm: mount"
+is "verify removed the test's mount afterwards" "$(grep -c agt-verify-fault /proc/self/mountinfo)" 0
+
+is "no jail is left in agtd after the failed runs" "$("$AGT" jail ls --json 2>/dev/null | tr -d ' \n')" "[]"
+is "no cgroup of the jails is left" "$(find /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG" -mindepth 1 -type d 2>/dev/null | wc -l)" 0
