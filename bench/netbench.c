@@ -209,8 +209,8 @@ static int run(const char *host, int port, int rounds, uint64_t bytes, int proxy
   for (left = bytes; left > 0;) {
     ssize_t r = read(s, buf, sizeof buf);
     if (r <= 0) {
-      fprintf(stderr, "netbench: bulk read with %llu bytes left: %s\n",
-              (unsigned long long)left, r == 0 ? "end of stream" : strerror(errno));
+      fprintf(stderr, "netbench: bulk read with %llu bytes left: %s\n", (unsigned long long)left,
+              r == 0 ? "end of stream" : strerror(errno));
       return 1;
     }
     left -= (uint64_t)r;

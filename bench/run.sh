@@ -244,3 +244,7 @@ echo "latency phase wall time: $(val lat.wall_s) s"
 
 # 3. The egress proxy against a direct connection (bench/proxy.sh).
 BUILD=$BUILD bash "$SRCDIR/bench/proxy.sh"
+
+# 4. agt over SSH: `agt jail ls` against `ssh HOST true`, and a request over an open
+#    connection (bench/ssh.sh).
+BUILD=$BUILD bash "$SRCDIR/bench/ssh.sh"
