@@ -985,7 +985,7 @@ static void test_default_rootfs(void **state)
   info = build_ok(AGT_SOURCE_ROOT "/rootfs/default.yaml", 0);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   root = jstr(info, "path");
-  print_message("default rootfs %.12s: %lld bytes in %lld files, built in %.2f s\n",
+  print_message("# default rootfs %.12s: %lld bytes in %lld files, built in %.2f s\n",
                 jstr(info, "id"), (long long)json_integer_value(json_object_get(info, "bytes")),
                 (long long)json_integer_value(json_object_get(info, "files")),
                 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
