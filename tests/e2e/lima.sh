@@ -284,7 +284,7 @@ agt --instance gold2 delete --force >/dev/null 2>&1
 is "no VM is left" "$(AGT_FAKE_LIMACTL_ALLOW_ROOT=1 limactl list -q 2>/dev/null)" ""
 left=0
 for f in /proc/[0-9]*/cmdline; do # expanded before any tr or grep below starts
-  tr '\0' ' ' <"$f" 2>/dev/null | grep -qF -- "$LIMA_HOME" && left=$((left + 1))
+  tr '\0' ' ' 2>/dev/null <"$f" | grep -qF -- "$LIMA_HOME" && left=$((left + 1))
 done
 is "no process of the stand-in's VMs is left" "$left" 0
 is "no mount is left" "$(grep -c " $T/" /proc/self/mountinfo)" 0

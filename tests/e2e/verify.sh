@@ -135,7 +135,7 @@ is "no marker directory or mount of verify is left" "$(ls -d /tmp/agt-verify-"$(
 # (the brackets keep grep's own command line from matching; other tests' servers use 8080)
 left=0
 for f in /proc/[0-9]*/cmdline; do
-  tr '\0' ' ' <"$f" 2>/dev/null | grep -qE 'model_server[.]py --host 127[.]0[.]0[.]1 --port 0' &&
+  tr '\0' ' ' 2>/dev/null <"$f" | grep -qE 'model_server[.]py --host 127[.]0[.]0[.]1 --port 0' &&
     left=$((left + 1))
 done
 is "no model server of verify is left" "$left" 0
