@@ -13,12 +13,12 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <termios.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base64.h"
 #include "cleanup.h"
 #include "cli.h"
+#include "jailfmt.h"
 #include "rpc.h"
 #include "xalloc.h"
 
@@ -82,50 +82,6 @@ static void print_json(json_t *v)
   if (s) {
     puts(s);
     free(s);
-  }
-}
-
-static const char *age(json_int_t t, char *buf, size_t n)
-{
-  long s = (long)(time(NULL) - t);
-  if (t == 0)
-    snprintf(buf, n, "-");
-  else if (s < 120)
-    snprintf(buf, n, "%lds", s);
-  else if (s < 7200)
-    snprintf(buf, n, "%ldm", s / 60);
-  else
-    snprintf(buf, n, "%ldh", s / 3600);
-  return buf;
-}
-
-static void print_jails(json_t *jails)
-{
-  size_t i;
-  json_t *j;
-
-  printf("%-24s %-10s %-9s %-6s %-12s %-10s %-9s %-9s %s\n", "NAME", "AGENT", "STATE", "EXIT",
-         "ROOTFS", "AGE", "CPU", "MEMORY", "ATTACHED");
-  json_array_foreach(jails, i, j)
-  {
-    char exitbuf[16] = "-", agebuf[32], mem[24] = "-", cpu[24] = "-";
-    json_t *code = json_object_get(j, "exit_code");
-    json_t *usage = json_object_get(j, "usage");
-    if (code)
-      snprintf(exitbuf, sizeof exitbuf, "%d", (int)json_integer_value(code));
-    if (usage) {
-      snprintf(mem, sizeof mem, "%.1fM",
-               (double)json_integer_value(json_object_get(usage, "memory")) / 1048576.0);
-      snprintf(cpu, sizeof cpu, "%.2fs",
-               (double)json_integer_value(json_object_get(usage, "cpu_usec")) / 1e6);
-    }
-    printf("%-24s %-10s %-9s %-6s %-12.12s %-10s %-9s %-9s %d\n",
-           json_string_value(json_object_get(j, "name")),
-           json_string_value(json_object_get(j, "agent")),
-           json_string_value(json_object_get(j, "state")), exitbuf,
-           json_string_value(json_object_get(j, "rootfs")),
-           age(json_integer_value(json_object_get(j, "created")), agebuf, sizeof agebuf), cpu, mem,
-           (int)json_integer_value(json_object_get(j, "attached")));
   }
 }
 
@@ -770,7 +726,7 @@ static int cmd_jail(struct ctl *c, int argc, char **argv, agt_error_t *err)
     if (c->json)
       print_json(json_object_get(res, "jails"));
     else
-      print_jails(json_object_get(res, "jails"));
+      agt_print_jails(stdout, json_object_get(res, "jails"));
     json_decref(res);
     return 0;
   }

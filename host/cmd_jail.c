@@ -12,6 +12,7 @@
 #include "agt.h"
 #include "base64.h"
 #include "cleanup.h"
+#include "jailfmt.h"
 #include "portfwd.h"
 #include "stream.h"
 #include "util.h"
@@ -539,48 +540,6 @@ static const struct agt_cmd_help ls_help = {
     "List the jails: agent, state (and exit code), age, CPU time, memory, attached clients.",
     json_opts};
 
-static const char *age(json_int_t t, char *buf, size_t n)
-{
-  long s = (long)(time(NULL) - t);
-
-  if (t == 0)
-    snprintf(buf, n, "-");
-  else if (s < 120)
-    snprintf(buf, n, "%lds", s);
-  else if (s < 7200)
-    snprintf(buf, n, "%ldm", s / 60);
-  else
-    snprintf(buf, n, "%ldh", s / 3600);
-  return buf;
-}
-
-static void print_jails(json_t *jails)
-{
-  size_t i;
-  json_t *j;
-
-  printf("%-24s %-10s %-9s %-6s %-12s %-6s %-9s %-9s %s\n", "NAME", "AGENT", "STATE", "EXIT",
-         "ROOTFS", "AGE", "CPU", "MEMORY", "ATTACHED");
-  json_array_foreach(jails, i, j)
-  {
-    char exitbuf[16] = "-", agebuf[32], mem[24] = "-", cpu[24] = "-";
-    json_t *code = json_object_get(j, "exit_code");
-    json_t *usage = json_object_get(j, "usage");
-    if (code)
-      snprintf(exitbuf, sizeof exitbuf, "%d", (int)json_integer_value(code));
-    if (usage) {
-      snprintf(mem, sizeof mem, "%.1fM",
-               (double)json_integer_value(json_object_get(usage, "memory")) / 1048576.0);
-      snprintf(cpu, sizeof cpu, "%.2fs",
-               (double)json_integer_value(json_object_get(usage, "cpu_usec")) / 1e6);
-    }
-    printf("%-24s %-10s %-9s %-6s %-12.12s %-6s %-9s %-9s %d\n", str(j, "name"), str(j, "agent"),
-           str(j, "state"), exitbuf, str(j, "rootfs"),
-           age(json_integer_value(json_object_get(j, "created")), agebuf, sizeof agebuf), cpu, mem,
-           (int)json_integer_value(json_object_get(j, "attached")));
-  }
-}
-
 static int jail_ls(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   json_t *res;
@@ -596,7 +555,7 @@ static int jail_ls(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   if (json)
     agt_print_json(json_object_get(res, "jails"));
   else
-    print_jails(json_object_get(res, "jails"));
+    agt_print_jails(stdout, json_object_get(res, "jails"));
   json_decref(res);
   return 0;
 }

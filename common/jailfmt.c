@@ -1,0 +1,52 @@
+#include "jailfmt.h"
+
+#include <time.h>
+
+static const char *text(json_t *o, const char *key)
+{
+  const char *s = json_string_value(json_object_get(o, key));
+  return s ? s : "-";
+}
+
+static const char *age(json_int_t t, char *buf, size_t n)
+{
+  long s = (long)(time(NULL) - t);
+
+  if (t == 0)
+    snprintf(buf, n, "-");
+  else if (s < 120)
+    snprintf(buf, n, "%lds", s);
+  else if (s < 7200)
+    snprintf(buf, n, "%ldm", s / 60);
+  else
+    snprintf(buf, n, "%ldh", s / 3600);
+  return buf;
+}
+
+void agt_print_jails(FILE *f, json_t *jails)
+{
+  size_t i;
+  json_t *j;
+
+  fprintf(f, "%-24s %-10s %-9s %-6s %-12s %-6s %-9s %-9s %s\n", "NAME", "AGENT", "STATE", "EXIT",
+          "ROOTFS", "AGE", "CPU", "MEMORY", "ATTACHED");
+  json_array_foreach(jails, i, j)
+  {
+    char exitbuf[16] = "-", agebuf[32], mem[24] = "-", cpu[24] = "-";
+    json_t *code = json_object_get(j, "exit_code");
+    json_t *usage = json_object_get(j, "usage");
+
+    if (code)
+      snprintf(exitbuf, sizeof exitbuf, "%d", (int)json_integer_value(code));
+    if (usage) {
+      snprintf(mem, sizeof mem, "%.1fM",
+               (double)json_integer_value(json_object_get(usage, "memory")) / 1048576.0);
+      snprintf(cpu, sizeof cpu, "%.2fs",
+               (double)json_integer_value(json_object_get(usage, "cpu_usec")) / 1e6);
+    }
+    fprintf(f, "%-24s %-10s %-9s %-6s %-12.12s %-6s %-9s %-9s %d\n", text(j, "name"),
+            text(j, "agent"), text(j, "state"), exitbuf, text(j, "rootfs"),
+            age(json_integer_value(json_object_get(j, "created")), agebuf, sizeof agebuf), cpu, mem,
+            (int)json_integer_value(json_object_get(j, "attached")));
+  }
+}
