@@ -48,6 +48,12 @@ int agt_cgroup_open(struct agt_cgroup_root *r, const char *jail)
 
 void agt_cgroup_root_release(struct agt_cgroup_root *r)
 {
+  /* agtd's own parent cgroup goes when it holds no jail any more (rmdir fails otherwise). */
+  if (r->v2_base)
+    rmdir(r->v2_base);
+  for (int i = 0; i < 3; i++)
+    if (r->v1_base[i])
+      rmdir(r->v1_base[i]);
   free(r->parent);
   free(r->fsroot);
   free(r->v2_base);

@@ -36,6 +36,7 @@ int agt_cgroup_root_init_at(struct agt_cgroup_root *r, const char *parent, const
                             int version, agt_error_t *err);
 /* An fd of the jail's cgroup directory for clone3(CLONE_INTO_CGROUP) (v2), or -1. */
 int agt_cgroup_open(struct agt_cgroup_root *r, const char *jail);
+/* Free r, and remove agtd's parent cgroup when no jail is left in it. */
 void agt_cgroup_root_release(struct agt_cgroup_root *r);
 
 /* Create the jail's cgroup(s) and write the limits. */

@@ -85,7 +85,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 step "starting agtd: socket $SOCK, state $STATE"
-"$AGTD" serve --socket "$SOCK" --state-dir "$STATE" </dev/null >"$LOG" 2>&1 &
+"$AGTD" serve --socket "$SOCK" --state-dir "$STATE" --workspace-root "$DEMO_DIR/work" --cgroup "agt-demo-$$" </dev/null >"$LOG" 2>&1 &
 AGTD_PID=$!
 
 # Ready when it answers a hello; give up after 10 s.
