@@ -196,3 +196,15 @@ int agt_yaml_check_keys(agt_yaml_t *y, yaml_node_t *map, const char *const *know
   }
   return 0;
 }
+
+int agt_yaml_refuse_nul(agt_yaml_t *y, agt_error_t *err)
+{
+  yaml_node_t *n;
+
+  if (!y->loaded)
+    return 0;
+  for (n = y->doc.nodes.start; n < y->doc.nodes.top; n++)
+    if (n->type == YAML_SCALAR_NODE && !whole(n))
+      return agt_yaml_error(y, n, err, "a value contains a NUL character");
+  return 0;
+}

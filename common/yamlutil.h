@@ -38,6 +38,10 @@ int agt_yaml_get_str(agt_yaml_t *y, yaml_node_t *map, const char *key, const cha
 int agt_yaml_get_u64(agt_yaml_t *y, yaml_node_t *map, const char *key, unsigned long long *out,
                      agt_error_t *err);
 int agt_yaml_get_bool(agt_yaml_t *y, yaml_node_t *map, const char *key, int *out, agt_error_t *err);
+/* Fail, naming file:line:column, if any scalar of the document (key or value) contains a
+ * NUL character: readers that use scalars as C strings would see them cut short.  For
+ * documents with no binary content (configs, templates). */
+int agt_yaml_refuse_nul(agt_yaml_t *y, agt_error_t *err);
 /* Fail on any key of `map` that is not in the NULL-terminated `known` list. */
 int agt_yaml_check_keys(agt_yaml_t *y, yaml_node_t *map, const char *const *known,
                         agt_error_t *err);

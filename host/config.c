@@ -574,7 +574,7 @@ int agt_config_load_file(struct agt_config *c, const char *file, const char *bas
   yaml_node_t *root;
   int r;
 
-  if (agt_yaml_load_file(&y, file, err) < 0) {
+  if (agt_yaml_load_file(&y, file, err) < 0 || agt_yaml_refuse_nul(&y, err) < 0) {
     agt_yaml_release(&y);
     return -1;
   }

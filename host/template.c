@@ -277,7 +277,7 @@ int agt_template_render(const struct agt_config *cfg, const struct agt_host *hos
                           host->os);
   if (check_source_tree(source, err) < 0)
     return -1;
-  if (agt_yaml_load_file(&y, tmpl, err) < 0) {
+  if (agt_yaml_load_file(&y, tmpl, err) < 0 || agt_yaml_refuse_nul(&y, err) < 0) {
     agt_yaml_release(&y);
     return agt_error_wrap(err, "template");
   }

@@ -263,6 +263,9 @@ static void test_errors(void **state)
        ":3:12: 'agents.opencode.allow' must be a list"},
       {"agents:\n  opencode:\n    allow: [https://api.openai.com]\n",
        ":3:13: 'agents.opencode.allow' entry 'https://api.openai.com' is not HOST[:PORT]"},
+      /* a NUL would cut the value short where it is used as a C string */
+      {"vm:\n  name: \"good\\0evil\"\n", ":2:9: a value contains a NUL character"},
+      {"rootfs: \"\\0abc\"\n", ":1:9: a value contains a NUL character"},
   };
   cleanup_free char *file = path_in("bad.yaml");
 
