@@ -35,6 +35,7 @@
 #include "error.h"
 #include "jail_seccomp.h"
 #include "rpc.h"
+#include "series.h"
 #include "xalloc.h"
 
 extern char **environ;
@@ -126,54 +127,12 @@ static int set_opt(void *ctx, int key, const char *arg, agt_error_t *err)
   }
 }
 
-static uint64_t now_ns(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void sleep_ms(uint64_t ms)
 {
   struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
 
   while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
     ;
-}
-
-/* ---- Statistics ---- */
-
-struct series {
-  const char *key;
-  double *v;
-  size_t n;
-};
-
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of sorted values. */
-static double pct(const double *v, size_t n, double p)
-{
-  size_t rank = (size_t)ceil(p / 100.0 * (double)n);
-  return v[rank > 0 ? rank - 1 : 0];
-}
-
-static void series_print(struct series *s)
-{
-  double sum = 0;
-
-  qsort(s->v, s->n, sizeof *s->v, cmp_double);
-  for (size_t i = 0; i < s->n; i++)
-    sum += s->v[i];
-  printf("%s.n %zu\n", s->key, s->n);
-  printf("%s.p50 %.3f\n%s.p99 %.3f\n", s->key, pct(s->v, s->n, 50), s->key, pct(s->v, s->n, 99));
-  printf("%s.mean %.3f\n%s.min %.3f\n%s.max %.3f\n", s->key, sum / (double)s->n, s->key, s->v[0],
-         s->key, s->v[s->n - 1]);
 }
 
 /* ---- /proc ---- */
@@ -697,11 +656,9 @@ static int mode_latency(const struct cfg *c, agt_error_t *err)
 {
   static const char *const stamp[] = {"/bin/stamp", NULL};
   size_t n = (size_t)c->runs, total = (size_t)(c->runs + c->warmup);
-  struct series s[5] = {{"lat.agtd_start_ms", NULL, 0},
-                        {"lat.agtd_rtt_ms", NULL, 0},
-                        {"lat.agtd_exec_ms", NULL, 0},
-                        {"lat.bwrap_exec_ms", NULL, 0},
-                        {"lat.agtd_rm_ms", NULL, 0}};
+  static const char *const keys[5] = {"lat.agtd_start_ms", "lat.agtd_rtt_ms", "lat.agtd_exec_ms",
+                                      "lat.bwrap_exec_ms", "lat.agtd_rm_ms"};
+  struct series s[5];
   uint64_t begin = now_ns();
   agt_rpc_t r;
   int ret = -1;
@@ -713,7 +670,7 @@ static int mode_latency(const struct cfg *c, agt_error_t *err)
   if (agt_rpc_connect_unix(&r, c->socket, err) < 0)
     return -1;
   for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
-    s[i].v = xzalloc(n * sizeof *s[i].v);
+    series_init(&s[i], keys[i], n);
   for (size_t i = 0; i < total; i++) {
     int measured = i >= c->warmup;
     /* Alternate which tool goes first, so neither always follows the other's teardown. */
