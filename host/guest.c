@@ -117,33 +117,6 @@ int agt_guest_sh(struct agt_ctx *c, const char *script, char **out, char **errou
   return 0;
 }
 
-/* environ with the edits applied; the strings are borrowed. */
-static char **build_env(char *const *set)
-{
-  size_t n = 0, m = 0, k = 0;
-  char **env;
-
-  while (environ && environ[n])
-    n++;
-  while (set && set[m])
-    m++;
-  env = xzalloc((n + m + 1) * sizeof *env);
-  for (size_t i = 0; i < n; i++) {
-    const char *eq = strchr(environ[i], '=');
-    size_t klen = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
-    int replaced = 0;
-    for (size_t j = 0; j < m; j++)
-      if (strncmp(set[j], environ[i], klen) == 0 && set[j][klen] == '=')
-        replaced = 1;
-    if (!replaced)
-      env[k++] = environ[i];
-  }
-  for (size_t j = 0; j < m; j++)
-    env[k++] = set[j];
-  env[k] = NULL;
-  return env;
-}
-
 static void set_cloexec(int fd)
 {
   int fl = fcntl(fd, F_GETFD);
@@ -156,7 +129,7 @@ int agt_guest_spawn(struct agt_ctx *c, const char *script, struct agt_guest_proc
 {
   cleanup_strv char **edits = NULL;
   cleanup_strv char **argv = guest_argv(c, script, 0, &edits);
-  cleanup_free char **env = build_env(edits);
+  cleanup_free char **env = agt_env_with(edits);
   cleanup_free char *path = agt_find_program(argv[0]);
   const char *cwd = c->target.kind == AGT_TARGET_LIMA ? c->lima.workdir : NULL;
   int inp[2] = {-1, -1}, outp[2] = {-1, -1};

@@ -78,8 +78,7 @@ char *agt_find_program(const char *prog)
   }
 }
 
-/* environ with the edits applied; the strings are borrowed. */
-static char **build_env(char *const *set)
+char **agt_env_with(char *const *set)
 {
   size_t n = 0, m = 0, k = 0;
   char **env;
@@ -176,7 +175,7 @@ int agt_subprocess_run(struct agt_subprocess *p, agt_error_t *err)
   if (path == NULL)
     return agt_error_kind(err, AGT_E_NOTFOUND, "cannot run '%s': not found%s", p->argv[0],
                           strchr(p->argv[0], '/') ? "" : " in PATH");
-  env = build_env(p->env_set);
+  env = agt_env_with(p->env_set);
   if (cloexec_pipe(rep) < 0)
     return agt_error_make(err, errno, "pipe");
   if (p->capture) {

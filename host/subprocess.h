@@ -45,5 +45,8 @@ void agt_subprocess_release(struct agt_subprocess *p);
 /* The full path of an executable named `prog` in $PATH (or prog itself when it holds a
  * '/' and is executable), newly allocated; NULL when there is none. */
 char *agt_find_program(const char *prog);
+/* environ with the NAME=VALUE edits in set applied (set may be NULL): a new array for
+ * execve; the strings are borrowed. */
+char **agt_env_with(char *const *set);
 
 #endif
