@@ -52,6 +52,13 @@ int agt_cgroup_stats(struct agt_cgroup_root *r, const char *jail, struct agt_cgr
  * newly allocated. */
 char *agt_cgroup_path(struct agt_cgroup_root *r, const char *jail);
 
+/* cgroup v1: moving a process into a cgroup (a write to cgroup.procs) waits for an RCU
+ * grace period, milliseconds, unless the kernel's cgroup flag favordynmods is on; this
+ * turns it on (a cgroup2 superblock created with the flag, never mounted).  It makes fork
+ * and exit a little dearer machine-wide and, from Linux 6.18, cannot be turned off again
+ * until reboot.  1: turned on now, 0: already on. */
+int agt_cgroup_v1_favor_dynmods(agt_error_t *err);
+
 /* Backends. */
 int agt_cgroup_v1_init(struct agt_cgroup_root *r, agt_error_t *err);
 int agt_cgroup_v1_create(struct agt_cgroup_root *r, const char *jail,

@@ -85,6 +85,18 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
     return agt_error_wrap(err, "state directory");
   if (agt_cgroup_root_init(&d->cgroup, cfg->cgroup_parent, err) < 0)
     return agt_error_wrap(err, "cgroups");
+  if (d->cgroup.version == 1 && !cfg->no_favordynmods) {
+    agt_error_t e = NULL;
+    int r = agt_cgroup_v1_favor_dynmods(&e);
+
+    if (r < 0) {
+      agtd_log("cgroup v1: %s; each jail start waits for an RCU grace period", e->msg);
+      agt_error_release(&e);
+    } else if (r > 0) {
+      agtd_log(
+          "cgroup v1: turned on the kernel's cgroup flag favordynmods (see agtd serve --help)");
+    }
+  }
   if (agt_seccomp_compile(&d->seccomp, err) < 0)
     return agt_error_wrap(err, "seccomp filter");
   if (agt_netns_pool_init(&d->netns, loop, cfg->netns_pool, err) < 0)

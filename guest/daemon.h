@@ -23,6 +23,7 @@ struct agtd_config {
   unsigned max_jails;                 /* jail records at once */
   const char *cgroup_parent;          /* cgroup under which jails live ("agt") */
   unsigned netns_pool;                /* network namespaces made ahead of time (0: none) */
+  int no_favordynmods;                /* cgroup v1: leave the kernel's favordynmods flag alone */
   const char *const *workspace_roots; /* a workspace must lie under one of these */
   size_t nworkspace_roots;
 };
