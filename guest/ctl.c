@@ -39,6 +39,7 @@ enum {
   OPT_NOFILE,
   OPT_TMP,
   OPT_LOG,
+  OPT_DISK,
   OPT_NO_DOWNLOAD,
   OPT_ENV,
   OPT_NET,
@@ -135,6 +136,7 @@ static const struct agt_opt create_opts[] = {
     {OPT_NOFILE, "nofile", "N", "open file limit (4096)"},
     {OPT_TMP, "tmp", "SIZE", "size of the jail's /tmp (512M)"},
     {OPT_LOG, "log", "SIZE", "captured output kept on disk (8M)"},
+    {OPT_DISK, "disk", "SIZE", "disk for the jail's writable root, 0 for no limit (10G)"},
     {'t', "tty", NULL, "run the agent on a terminal (attach to it with jail attach)"},
     {OPT_ATTACH, "attach", NULL, "run only: attach to the jail once it runs (implies --tty)"},
     {OPT_NET, "net", "MODE", "network: none, allow (through agtd's proxy) or open (allow)"},
@@ -173,11 +175,13 @@ static int create_opt(void *ctx, int key, const char *arg, agt_error_t *err)
   case OPT_MEMORY:
   case OPT_TMP:
   case OPT_LOG:
+  case OPT_DISK:
     if (agt_parse_size("size", arg, &v, err) < 0)
       return -1;
     json_object_set_new(o->limits,
                         key == OPT_MEMORY ? "memory"
                         : key == OPT_TMP  ? "tmp"
+                        : key == OPT_DISK ? "disk"
                                           : "log",
                         json_integer((json_int_t)v));
     return 0;

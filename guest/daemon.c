@@ -83,6 +83,12 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
   if (agt_mkdir_p(cfg->state_dir, 0711, err) < 0 || agt_mkdir_p(d->jails_dir, 0700, err) < 0 ||
       agt_mkdir_p(d->rootfs_dir, 0755, err) < 0 || agt_mkdir_p(d->workspaces_dir, 0755, err) < 0)
     return agt_error_wrap(err, "state directory");
+  agt_disk_init(&d->disk, cfg->state_dir, d->jails_dir, cfg->disk_size, err);
+  if (d->disk.enabled)
+    agtd_log("jails' writable layers: btrfs at %s (%llu MiB), a quota per jail", d->jails_dir,
+             (unsigned long long)(d->disk.size >> 20));
+  else
+    agtd_log("jails' writable layers: NO DISK LIMIT (%s)", d->disk.why_off);
   if (agt_cgroup_root_init(&d->cgroup, cfg->cgroup_parent, err) < 0)
     return agt_error_wrap(err, "cgroups");
   if (d->cgroup.version == 1 && !cfg->no_favordynmods) {
@@ -141,6 +147,7 @@ void agtd_release(agtd_t *d)
   agt_netns_pool_release(&d->netns);
   agt_seccomp_release(&d->seccomp);
   agt_cgroup_root_release(&d->cgroup);
+  agt_disk_release(&d->disk);
   free(d->jails_dir);
   free(d->rootfs_dir);
   free(d->workspaces_dir);

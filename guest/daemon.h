@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "cgroup.h"
+#include "disk.h"
 #include "error.h"
 #include "jail_seccomp.h"
 #include "netns_pool.h"
@@ -16,14 +17,15 @@ struct agt_jail_s;
 struct agt_client_s;
 
 struct agtd_config {
-  const char *socket_path;            /* /run/agt/agtd.sock */
-  const char *state_dir;              /* /var/lib/agt: jails/, rootfs/, workspaces/ */
-  const char *group;                  /* socket group, or NULL for root only */
-  unsigned max_clients;               /* connections served at once */
-  unsigned max_jails;                 /* jail records at once */
-  const char *cgroup_parent;          /* cgroup under which jails live ("agt") */
-  unsigned netns_pool;                /* network namespaces made ahead of time (0: none) */
-  int no_favordynmods;                /* cgroup v1: leave the kernel's favordynmods flag alone */
+  const char *socket_path;   /* /run/agt/agtd.sock */
+  const char *state_dir;     /* /var/lib/agt: jails/, rootfs/, workspaces/ */
+  const char *group;         /* socket group, or NULL for root only */
+  unsigned max_clients;      /* connections served at once */
+  unsigned max_jails;        /* jail records at once */
+  const char *cgroup_parent; /* cgroup under which jails live ("agt") */
+  unsigned netns_pool;       /* network namespaces made ahead of time (0: none) */
+  int no_favordynmods;       /* cgroup v1: leave the kernel's favordynmods flag alone */
+  uint64_t disk_size;        /* size of a new jails.img: 0 half the free space, UINT64_MAX none */
   const char *const *workspace_roots; /* a workspace must lie under one of these */
   size_t nworkspace_roots;
 };
@@ -44,6 +46,7 @@ struct agtd_s {
   struct agt_cgroup_root cgroup;
   struct agt_seccomp_prog seccomp;
   struct agt_netns_pool netns;
+  struct agt_disk disk; /* the jails' writable layers */
   int shutting_down;
   time_t started;
 };

@@ -79,8 +79,8 @@ static const char *const default_env[] = {
 static void paths_init(agt_jail_t *j)
 {
   j->dir = xasprintf("%s/%s", j->d->jails_dir, j->name);
-  j->upper = xasprintf("%s/upper", j->dir);
-  j->work = xasprintf("%s/work", j->dir);
+  j->upper = xasprintf("%s/rw/upper", j->dir);
+  j->work = xasprintf("%s/rw/work", j->dir);
   j->merged = xasprintf("%s/root", j->dir);
   j->log_path = xasprintf("%s/console.log", j->dir);
   j->log_old_path = xasprintf("%s/console.log.1", j->dir);
@@ -205,7 +205,8 @@ static char **env_build(json_t *obj, int proxy, agt_error_t *err)
 
 static int limits_from_json(json_t *obj, struct agt_jail_limits *l, agt_error_t *err)
 {
-  static const char *const known[] = {"memory", "pids", "cpu", "nofile", "tmp", "log", NULL};
+  static const char *const known[] = {"memory", "pids", "cpu",  "nofile",
+                                      "tmp",    "log",  "disk", NULL};
   uint64_t val;
 
   l->cg.memory_bytes = AGT_JAIL_DEFAULT_MEMORY;
@@ -214,6 +215,7 @@ static int limits_from_json(json_t *obj, struct agt_jail_limits *l, agt_error_t 
   l->nofile = AGT_JAIL_DEFAULT_NOFILE;
   l->tmp_bytes = AGT_JAIL_DEFAULT_TMP;
   l->log_bytes = AGT_JAIL_DEFAULT_LOG;
+  l->disk_bytes = AGT_JAIL_DEFAULT_DISK;
   if (obj == NULL || json_is_null(obj))
     return 0;
   if (!json_is_object(obj))
@@ -225,7 +227,8 @@ static int limits_from_json(json_t *obj, struct agt_jail_limits *l, agt_error_t 
       agt_param_u64(obj, "cpu", 0, &l->cg.cpu_millis, err) < 0 ||
       agt_param_u64(obj, "nofile", 0, &l->nofile, err) < 0 ||
       agt_param_u64(obj, "tmp", 0, &l->tmp_bytes, err) < 0 ||
-      agt_param_u64(obj, "log", 0, &l->log_bytes, err) < 0)
+      agt_param_u64(obj, "log", 0, &l->log_bytes, err) < 0 ||
+      agt_param_u64(obj, "disk", 0, &l->disk_bytes, err) < 0)
     return agt_error_wrap(err, "limits");
   val = l->cg.memory_bytes;
   if (val && val < (8ull << 20))
@@ -234,6 +237,8 @@ static int limits_from_json(json_t *obj, struct agt_jail_limits *l, agt_error_t 
     return agt_error_kind(err, AGT_E_INVALID, "limits.nofile must be within 16..1048576");
   if (l->tmp_bytes < (1u << 20))
     return agt_error_kind(err, AGT_E_INVALID, "limits.tmp must be at least 1 MiB");
+  if (l->disk_bytes && l->disk_bytes < (16u << 20))
+    return agt_error_kind(err, AGT_E_INVALID, "limits.disk must be 0 (none) or at least 16 MiB");
   if (l->log_bytes < 4096)
     return agt_error_kind(err, AGT_E_INVALID, "limits.log must be at least 4096 bytes");
   if (l->cg.cpu_millis > 1000000)
@@ -243,10 +248,10 @@ static int limits_from_json(json_t *obj, struct agt_jail_limits *l, agt_error_t 
 
 static json_t *limits_to_json(const struct agt_jail_limits *l)
 {
-  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "memory", (json_int_t)l->cg.memory_bytes,
+  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "memory", (json_int_t)l->cg.memory_bytes,
                    "pids", (json_int_t)l->cg.pids, "cpu", (json_int_t)l->cg.cpu_millis, "nofile",
                    (json_int_t)l->nofile, "tmp", (json_int_t)l->tmp_bytes, "log",
-                   (json_int_t)l->log_bytes);
+                   (json_int_t)l->log_bytes, "disk", (json_int_t)l->disk_bytes);
 }
 
 static uid_t alloc_uid(struct agtd_s *d)
@@ -420,8 +425,9 @@ int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_erro
     agt_error_make(err, errno, "mkdir '%s'", j->dir);
     goto fail;
   }
-  if (mkdir(j->upper, 0755) < 0 || mkdir(j->work, 0700) < 0 || mkdir(j->merged, 0755) < 0) {
-    agt_error_make(err, errno, "create the directories of jail '%s'", name);
+  if (agt_disk_jail_create(&d->disk, j->dir, j->limits.disk_bytes, err) < 0 ||
+      (mkdir(j->merged, 0755) < 0 && agt_error_make(err, errno, "mkdir '%s'", j->merged) < 0)) {
+    agt_error_wrap(err, "create the directories of jail '%s'", name);
     goto fail_dir;
   }
   if (write_identity(j, err) < 0)
@@ -443,6 +449,7 @@ int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_erro
   return 0;
 
 fail_dir:
+  agt_disk_jail_remove(&d->disk, j->dir, NULL);
   agt_rm_rf(j->dir, NULL);
 fail:
   agt_jail_free(j);
@@ -623,7 +630,7 @@ int agt_jail_remove(agt_jail_t *j, agt_error_t *err)
   if (j->state != AGT_JAIL_CREATED && j->state != AGT_JAIL_EXITED)
     return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s: stop it first", j->name,
                           agt_jail_state_name(j->state));
-  if (agt_rm_rf(j->dir, err) < 0)
+  if (agt_disk_jail_remove(&j->d->disk, j->dir, err) < 0 || agt_rm_rf(j->dir, err) < 0)
     return agt_error_wrap(err, "remove jail '%s'", j->name);
   if (j->workspace_owned && agt_rm_rf(j->workspace, err) < 0)
     return agt_error_wrap(err, "remove the workspace of jail '%s'", j->name);

@@ -29,13 +29,15 @@ enum agt_jail_state {
 
 struct agt_jail_limits {
   struct agt_cgroup_limits cg;
-  uint64_t nofile;    /* RLIMIT_NOFILE */
-  uint64_t tmp_bytes; /* size of the jail's /tmp tmpfs */
-  uint64_t log_bytes; /* the captured output kept on disk */
+  uint64_t nofile;     /* RLIMIT_NOFILE */
+  uint64_t tmp_bytes;  /* size of the jail's /tmp tmpfs */
+  uint64_t log_bytes;  /* the captured output kept on disk */
+  uint64_t disk_bytes; /* the jail's writable layer (btrfs quota); 0: no limit */
 };
 
 /* Defaults for limits a request leaves out. */
 #define AGT_JAIL_DEFAULT_MEMORY (2ULL << 30)
+#define AGT_JAIL_DEFAULT_DISK (10ULL << 30)
 #define AGT_JAIL_DEFAULT_PIDS 512
 #define AGT_JAIL_DEFAULT_CPU 1000
 #define AGT_JAIL_DEFAULT_NOFILE 4096

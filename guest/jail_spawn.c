@@ -169,7 +169,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
         strcmp(j->d->jails_dir + strlen(j->d->cfg.state_dir), "/jails") == 0 &&
         strcmp(j->d->rootfs_dir + strlen(j->d->cfg.state_dir), "/rootfs") == 0)
       snprintf(plan.overlay_opts, sizeof plan.overlay_opts,
-               "lowerdir=../../rootfs%s,upperdir=upper,workdir=work", lower + n);
+               "lowerdir=../../rootfs%s,upperdir=rw/upper,workdir=rw/work", lower + n);
     else
       snprintf(plan.overlay_opts, sizeof plan.overlay_opts, "lowerdir=%s,upperdir=%s,workdir=%s",
                lower, j->upper, j->work);

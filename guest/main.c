@@ -22,6 +22,7 @@ enum {
   OPT_WORKSPACE_ROOT,
   OPT_NETNS_POOL,
   OPT_NO_FAVORDYNMODS,
+  OPT_DISK_SIZE,
 };
 
 static const struct agt_opt serve_opts[] = {
@@ -32,6 +33,9 @@ static const struct agt_opt serve_opts[] = {
     {OPT_MAX_JAILS, "max-jails", "N", "jail records at once (2000)"},
     {OPT_CGROUP, "cgroup", "NAME", "cgroup under which jails live (agt)"},
     {OPT_NETNS_POOL, "netns-pool", "N", "network namespaces made ahead of time, 0 for none (8)"},
+    {OPT_DISK_SIZE, "disk-size", "SIZE",
+     "size of the btrfs image made for the jails' writable layers (half the free space); 0: "
+     "no image and no disk limits"},
     {OPT_NO_FAVORDYNMODS, "no-favordynmods", NULL,
      "cgroup v1: leave the kernel's favordynmods flag off (jail starts wait ~10 ms more)"},
     {OPT_WORKSPACE_ROOT, "workspace-root", "DIR",
@@ -69,6 +73,11 @@ static int serve_opt(void *ctx, int key, const char *arg, agt_error_t *err)
     if (agt_abspath_check("--workspace-root", arg, err) < 0)
       return -1;
     a->roots[a->nroots++] = arg;
+    return 0;
+  case OPT_DISK_SIZE:
+    if (agt_parse_size("--disk-size", arg, &v, err) < 0)
+      return -1;
+    a->cfg.disk_size = v == 0 ? UINT64_MAX : v;
     return 0;
   case OPT_NO_FAVORDYNMODS:
     a->cfg.no_favordynmods = 1;

@@ -35,5 +35,13 @@ int agt_req_daemon_status(agt_req_t *req, json_t **result, agt_error_t *err)
                       (json_int_t)(time(NULL) - d->started), "cgroup_version", d->cgroup.version,
                       "jails", (json_int_t)d->njails, "running", (json_int_t)running, "clients",
                       (json_int_t)d->nclients, "state_dir", d->cfg.state_dir);
+  /* Where the jails' writable layers are and whether each has a disk limit. */
+  if (d->disk.enabled)
+    json_object_set_new(
+        *result, "disk",
+        json_pack("{s:b, s:s, s:I}", "limits", 1, "fs", "btrfs", "size", (json_int_t)d->disk.size));
+  else
+    json_object_set_new(*result, "disk",
+                        json_pack("{s:b, s:s}", "limits", 0, "why", d->disk.why_off));
   return 0;
 }

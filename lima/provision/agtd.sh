@@ -22,7 +22,7 @@ packages=(
   build-essential meson ninja-build pkg-config
   libuv1-dev libyaml-dev libjansson-dev libssh-dev libseccomp-dev libssl-dev
   libcurl4-openssl-dev
-  toybox busybox-static bash-static ripgrep git ca-certificates nodejs npm
+  toybox busybox-static bash-static ripgrep git ca-certificates nodejs npm btrfs-progs
 )
 missing=()
 for p in "${packages[@]}"; do

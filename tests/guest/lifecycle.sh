@@ -109,3 +109,26 @@ for j in a b c d g; do ctl jail rm "$j" >/dev/null; done
 is "nothing is left in the jails directory" "$(ls "$STATE/jails" | wc -l)" 0
 is "no mount is left" "$(leftovers)" 0
 is "no cgroup is left" "$(cgroup_dirs)" 0
+
+# The jails' writable layers: a btrfs subvolume with a quota each (guest/disk.c).  Filling the
+# root stops at the jail's disk limit; what was written stays across a restart of the jail.
+like "agtd keeps the jails' writable layers on btrfs with a quota each" "$(ctl status)" \
+  '"limits": true'
+ctl jail run --name q --rootfs "$R" --disk 32M -- /bin/sh -c \
+  'dd if=/dev/zero of=/home/agent/fill bs=1M count=64; echo dd=$?' >/dev/null
+ctl jail wait q >/dev/null
+like "a write past the disk limit fails with EDQUOT in the jail" "$(ctl jail logs q)" \
+  "Disk quota exceeded"
+size=$(stat -c %s "$STATE/jails/q/rw/upper/home/agent/fill")
+check "the filler stopped at the limit (wrote $size bytes, limit 32 MiB)" \
+  test "$size" -gt 0 -a "$size" -le $((32 << 20))
+ctl jail start q >/dev/null
+ctl jail wait q >/dev/null
+check "the upper layer outlives a restart of the jail" \
+  test -s "$STATE/jails/q/rw/upper/home/agent/fill"
+ctl jail rm q >/dev/null
+is "removing the jail removes its subvolume" "$(ls "$STATE/jails" | wc -l)" 0
+agtd_stop
+is "agtd unmounts the jails' disk when it stops" "$(grep -c " $T/" /proc/self/mountinfo)" 0
+agtd_start
+like "agtd mounts the same disk again at its next start" "$(ctl status)" '"limits": true'

@@ -1,0 +1,313 @@
+/* The disk of the jails' writable layers: a btrfs subvolume with a quota per jail (disk.h). */
+#include "disk.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/btrfs.h>
+#include <linux/loop.h>
+#include <linux/magic.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fsutil.h"
+#include "xalloc.h"
+
+#ifndef BTRFS_QUOTA_CTL_ENABLE_SIMPLE_QUOTA
+#define BTRFS_QUOTA_CTL_ENABLE_SIMPLE_QUOTA 4 /* Linux 6.7 */
+#endif
+
+extern char **environ;
+
+static int is_btrfs(const char *dir)
+{
+  struct statfs sfs;
+  return statfs(dir, &sfs) == 0 && sfs.f_type == BTRFS_SUPER_MAGIC;
+}
+
+static int dir_is_empty(const char *dir)
+{
+  cleanup_dir DIR *d = opendir(dir);
+  struct dirent *de;
+
+  while (d && (de = readdir(d)) != NULL)
+    if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+      return 0;
+  return 1;
+}
+
+/* Run argv (searched in PATH) with stdin and stdout on /dev/null; its stderr becomes part of
+ * the error when it fails. */
+static int run(const char *const argv[], agt_error_t *err)
+{
+  posix_spawn_file_actions_t fa;
+  int pfd[2], status;
+  char buf[512];
+  size_t len = 0;
+  ssize_t n;
+  pid_t pid;
+
+  if (pipe2(pfd, O_CLOEXEC) < 0)
+    return agt_error_make(err, errno, "pipe");
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
+  errno = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(pfd[1]);
+  if (errno != 0) {
+    close(pfd[0]);
+    return agt_error_make(err, errno, "run %s", argv[0]);
+  }
+  while ((n = read(pfd[0], buf + len, sizeof buf - 1 - len)) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0)
+      len += (size_t)n;
+  close(pfd[0]);
+  buf[len] = '\0';
+  while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+    buf[--len] = '\0';
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return agt_error_make(err, errno, "waitpid %s", argv[0]);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return agt_error_kind(err, AGT_E_INTERNAL, "%s failed (status %d)%s%s", argv[0],
+                          WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+                          len ? ": " : "", buf);
+  return 0;
+}
+
+/* Make the sparse image and a btrfs on it; the file appears under its name only when whole. */
+static int image_make(const char *image, uint64_t size, agt_error_t *err)
+{
+  cleanup_free char *tmp = xasprintf("%s.new", image);
+  cleanup_close int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  const char *const argv[] = {"mkfs.btrfs", "-q", "-f",        "-K", "-m",
+                              "single",     "-L", "agt-jails", tmp,  NULL};
+
+  if (fd < 0)
+    return agt_error_make(err, errno, "create '%s'", tmp);
+  if (ftruncate(fd, (off_t)size) < 0) {
+    agt_error_make(err, errno, "size '%s'", tmp);
+    goto fail;
+  }
+  if (run(argv, err) < 0)
+    goto fail;
+  if (rename(tmp, image) < 0) {
+    agt_error_make(err, errno, "rename '%s'", tmp);
+    goto fail;
+  }
+  return 0;
+fail:
+  unlink(tmp);
+  return -1;
+}
+
+/* Attach the image to a free loop device (detached again when its last user, the mount,
+ * goes) and mount it on dir. */
+static int image_mount(const char *image, const char *dir, agt_error_t *err)
+{
+  cleanup_close int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+  cleanup_close int img = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  char dev[32];
+
+  if (ctl < 0)
+    return agt_error_make(err, errno, "open /dev/loop-control");
+  if (img < 0)
+    return agt_error_make(err, errno, "open '%s'", image);
+  for (int tries = 0;; tries++) {
+    struct loop_config cfg;
+    int n = ioctl(ctl, LOOP_CTL_GET_FREE), lfd;
+
+    if (n < 0)
+      return agt_error_make(err, errno, "no free loop device");
+    snprintf(dev, sizeof dev, "/dev/loop%d", n);
+    lfd = open(dev, O_RDWR | O_CLOEXEC);
+    if (lfd < 0)
+      return agt_error_make(err, errno, "open %s", dev);
+    memset(&cfg, 0, sizeof cfg);
+    cfg.fd = (unsigned)img;
+    cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+    snprintf((char *)cfg.info.lo_file_name, sizeof cfg.info.lo_file_name, "%s", image);
+    if (ioctl(lfd, LOOP_CONFIGURE, &cfg) < 0) {
+      int e = errno;
+      close(lfd);
+      if (e == EBUSY && tries < 8) /* taken by someone else meanwhile */
+        continue;
+      return agt_error_make(err, e, "attach '%s' to %s", image, dev);
+    }
+    int r = mount(dev, dir, "btrfs", MS_NOSUID | MS_NODEV, NULL);
+    int e = errno;
+    close(lfd); /* the mount holds the device now; without it, autoclear detaches it */
+    if (r < 0)
+      return agt_error_make(err, e, "mount %s ('%s') on '%s'", dev, image, dir);
+    return 0;
+  }
+}
+
+static int quota_enable(const char *dir, agt_error_t *err)
+{
+  cleanup_close int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct btrfs_ioctl_quota_ctl_args q;
+
+  if (fd < 0)
+    return agt_error_make(err, errno, "open '%s'", dir);
+  /* Simple quotas (Linux 6.7) account each extent to the subvolume that wrote it, without
+   * the back-reference walks of full qgroups; full qgroups elsewhere. */
+  memset(&q, 0, sizeof q);
+  q.cmd = BTRFS_QUOTA_CTL_ENABLE_SIMPLE_QUOTA;
+  if (ioctl(fd, BTRFS_IOC_QUOTA_CTL, &q) == 0)
+    return 0;
+  memset(&q, 0, sizeof q);
+  q.cmd = BTRFS_QUOTA_CTL_ENABLE;
+  if (ioctl(fd, BTRFS_IOC_QUOTA_CTL, &q) < 0)
+    return agt_error_make(err, errno, "enable btrfs quotas on '%s'", dir);
+  return 0;
+}
+
+static int disk_setup(struct agt_disk *dk, const char *state_dir, uint64_t image_size,
+                      agt_error_t *err)
+{
+  if (!is_btrfs(dk->dir)) {
+    struct stat st;
+
+    if (image_size == UINT64_MAX)
+      return agt_error_kind(err, AGT_E_STATE, "no image wanted (--disk-size 0)");
+    if (!dir_is_empty(dk->dir))
+      return agt_error_kind(err, AGT_E_STATE,
+                            "'%s' holds jails made before it was on btrfs: remove them first",
+                            dk->dir);
+    if (lstat(dk->image, &st) < 0) {
+      if (image_size == 0) {
+        struct statvfs vfs;
+        if (statvfs(state_dir, &vfs) < 0)
+          return agt_error_make(err, errno, "statvfs '%s'", state_dir);
+        image_size = (uint64_t)vfs.f_bavail * vfs.f_frsize / 2;
+      }
+      if (image_size < (1ull << 30))
+        return agt_error_kind(err, AGT_E_LIMIT,
+                              "less than 1 GiB for the jails' disk image (free space or "
+                              "--disk-size)");
+      if (image_make(dk->image, image_size, err) < 0)
+        return agt_error_wrap(err, "make the jails' disk image");
+    } else if (!S_ISREG(st.st_mode)) {
+      return agt_error_kind(err, AGT_E_STATE, "'%s' is not a regular file", dk->image);
+    }
+    if (image_mount(dk->image, dk->dir, err) < 0)
+      return -1;
+    dk->mounted = 1;
+    if (chmod(dk->dir, 0700) < 0)
+      return agt_error_make(err, errno, "chmod '%s'", dk->dir);
+  }
+  return quota_enable(dk->dir, err);
+}
+
+int agt_disk_init(struct agt_disk *dk, const char *state_dir, const char *jails_dir,
+                  uint64_t image_size, agt_error_t *err)
+{
+  agt_error_t e = NULL;
+  struct statfs sfs;
+
+  (void)err;
+  memset(dk, 0, sizeof *dk);
+  dk->dir = xstrdup(jails_dir);
+  dk->image = xasprintf("%s/jails.img", state_dir);
+  if (disk_setup(dk, state_dir, image_size, &e) < 0) {
+    dk->why_off = xstrdup(e->msg);
+    agt_error_release(&e);
+    if (dk->mounted && umount2(dk->dir, MNT_DETACH) == 0)
+      dk->mounted = 0;
+    return 0;
+  }
+  dk->enabled = 1;
+  if (statfs(dk->dir, &sfs) == 0)
+    dk->size = (uint64_t)sfs.f_blocks * sfs.f_bsize;
+  return 0;
+}
+
+void agt_disk_release(struct agt_disk *dk)
+{
+  if (dk->mounted)
+    umount2(dk->dir, MNT_DETACH);
+  free(dk->dir);
+  free(dk->image);
+  free(dk->why_off);
+  memset(dk, 0, sizeof *dk);
+}
+
+static int subvol_limit(const char *rw, uint64_t limit, agt_error_t *err)
+{
+  cleanup_close int fd = open(rw, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  struct btrfs_ioctl_qgroup_limit_args q;
+
+  if (fd < 0)
+    return agt_error_make(err, errno, "open '%s'", rw);
+  memset(&q, 0, sizeof q);
+  q.qgroupid = 0; /* the subvolume fd is in */
+  q.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
+  q.lim.max_rfer = limit;
+  if (ioctl(fd, BTRFS_IOC_QGROUP_LIMIT, &q) < 0)
+    return agt_error_make(err, errno, "set the disk limit of '%s'", rw);
+  return 0;
+}
+
+int agt_disk_jail_create(struct agt_disk *dk, const char *jail_dir, uint64_t limit,
+                         agt_error_t *err)
+{
+  cleanup_free char *rw = xasprintf("%s/rw", jail_dir);
+  cleanup_free char *upper = xasprintf("%s/upper", rw);
+  cleanup_free char *work = xasprintf("%s/work", rw);
+
+  if (dk->enabled) {
+    cleanup_close int dfd = open(jail_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    struct btrfs_ioctl_vol_args va;
+
+    if (dfd < 0)
+      return agt_error_make(err, errno, "open '%s'", jail_dir);
+    memset(&va, 0, sizeof va);
+    snprintf(va.name, sizeof va.name, "rw");
+    if (ioctl(dfd, BTRFS_IOC_SUBVOL_CREATE, &va) < 0)
+      return agt_error_make(err, errno, "create the subvolume '%s'", rw);
+    if (limit && subvol_limit(rw, limit, err) < 0)
+      return -1;
+  } else if (mkdir(rw, 0755) < 0) {
+    return agt_error_make(err, errno, "mkdir '%s'", rw);
+  }
+  if (mkdir(upper, 0755) < 0 || mkdir(work, 0700) < 0)
+    return agt_error_make(err, errno, "mkdir in '%s'", rw);
+  return 0;
+}
+
+int agt_disk_jail_remove(struct agt_disk *dk, const char *jail_dir, agt_error_t *err)
+{
+  cleanup_free char *rw = xasprintf("%s/rw", jail_dir);
+  struct btrfs_ioctl_vol_args va;
+  int dfd;
+
+  if (dk->enabled) {
+    dfd = open(jail_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (dfd < 0)
+      return errno == ENOENT ? 0 : agt_error_make(err, errno, "open '%s'", jail_dir);
+    memset(&va, 0, sizeof va);
+    snprintf(va.name, sizeof va.name, "rw");
+    int r = ioctl(dfd, BTRFS_IOC_SNAP_DESTROY, &va);
+    int e = errno;
+    close(dfd);
+    if (r == 0 || e == ENOENT)
+      return 0;
+    /* not a subvolume (made while the disk was off): remove it as a tree */
+    if (e != EINVAL && e != ENOTTY)
+      return agt_error_make(err, e, "delete the subvolume '%s'", rw);
+  }
+  return agt_rm_rf(rw, err);
+}
