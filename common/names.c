@@ -56,3 +56,29 @@ int agt_abspath_check(const char *what, const char *path, agt_error_t *err)
       return 0;
   }
 }
+
+const char *agt_env_name_problem(const char *name, size_t len)
+{
+  if (len == 0)
+    return "it is empty";
+  if (len > AGT_ENV_NAME_MAX)
+    return "it is longer than 256 bytes";
+  if (name[0] >= '0' && name[0] <= '9')
+    return "it starts with a digit";
+  for (size_t i = 0; i < len; i++) {
+    char c = name[i];
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+      return "it has a character other than A-Z, a-z, 0-9 and _";
+  }
+  return NULL;
+}
+
+int agt_env_name_check(const char *what, const char *name, agt_error_t *err)
+{
+  const char *why = agt_env_name_problem(name, strlen(name));
+
+  if (why)
+    return agt_error_kind(err, AGT_E_INVALID, "%s '%.64s' is not a variable name: %s", what, name,
+                          why);
+  return 0;
+}

@@ -12,7 +12,9 @@
 #include "agt.h"
 #include "base64.h"
 #include "cleanup.h"
+#include "envfile.h"
 #include "jailfmt.h"
+#include "names.h"
 #include "portfwd.h"
 #include "stream.h"
 #include "util.h"
@@ -30,6 +32,7 @@ enum {
   OPT_NO_TTY,
   OPT_DETACH_KEYS,
   OPT_SINCE,
+  OPT_ENV_FILE,
 };
 
 static const char *str(json_t *o, const char *key)
@@ -195,7 +198,12 @@ static const struct agt_opt run_opts[] = {
     {'r', "rootfs", "REF", "rootfs id, id prefix or manifest name (jail.rootfs: default)"},
     {'w', "workspace", "DIR",
      "bound at /work (the current directory inside a writable mount; else a new one)"},
-    {'e', "env", "KEY=VALUE", "a variable for the agent (repeatable; jail.env)"},
+    {'e', "env", "NAME[=VALUE]",
+     "a variable for the agent (repeatable; jail.env); NAME alone takes agt's own value of it. "
+     "A VALUE here shows in this host's process list: pass secrets by NAME or --env-file"},
+    {OPT_ENV_FILE, "env-file", "FILE",
+     "variables for the agent from FILE: NAME=VALUE lines, # comments (repeatable; the last "
+     "value given for a name wins)"},
     {OPT_MEMORY, "memory", "SIZE", "memory limit, e.g. 2G (jail.limits.memory)"},
     {OPT_PIDS, "pids", "N", "process limit (jail.limits.pids)"},
     {OPT_CPU, "cpu", "MILLI", "CPU limit in thousandths of a core (jail.limits.cpu)"},
@@ -234,15 +242,44 @@ static int set_limit(struct run_opts *o, const char *key, const char *v, int siz
   return 0;
 }
 
-static int set_env(struct run_opts *o, const char *kv, agt_error_t *err)
+/* One variable for the agent; a later one of the same name replaces it. */
+static int put_env(void *ctx, const char *name, const char *value, agt_error_t *err)
 {
-  const char *eq = strchr(kv, '=');
-  cleanup_free char *k = NULL;
+  struct run_opts *o = ctx;
+  json_t *v = json_string(value);
 
-  if (eq == NULL || eq == kv)
-    return agt_error_kind(err, AGT_E_INVALID, "--env takes KEY=VALUE, not '%s'", kv);
-  k = xstrndup(kv, (size_t)(eq - kv));
-  json_object_set_new(o->env, k, json_string(eq + 1));
+  if (v == NULL) /* jansson takes UTF-8 only */
+    return agt_error_kind(err, AGT_E_INVALID, "the value of %s is not UTF-8 text", name);
+  json_object_set_new(o->env, name, v);
+  return 0;
+}
+
+/* NAME=VALUE, or NAME: its value in agt's own environment.  `what` says where the setting
+ * comes from in errors ("--env", "jail.env (FILE:LINE:COL)"); they show the name, never
+ * the value. */
+static int set_env(struct run_opts *o, const char *what, const char *spec, agt_error_t *err)
+{
+  const char *eq = strchr(spec, '=');
+  cleanup_free char *name = xstrndup(spec, eq ? (size_t)(eq - spec) : strlen(spec));
+  const char *value;
+
+  if (agt_env_name_check(what, name, err) < 0)
+    return -1;
+  value = eq ? eq + 1 : getenv(name);
+  if (value == NULL)
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "%s: %s is not set in agt's environment (export it before running "
+                          "agt, or put it in an --env-file)",
+                          what, name);
+  if (put_env(o, name, value, err) < 0)
+    return agt_error_wrap(err, "%s", what);
+  return 0;
+}
+
+static int set_env_file(struct run_opts *o, const char *file, agt_error_t *err)
+{
+  if (agt_envfile_read(file, put_env, o, err) < 0)
+    return agt_error_wrap(err, "--env-file");
   return 0;
 }
 
@@ -261,7 +298,9 @@ static int run_opt(void *ctx, int key, const char *arg, agt_error_t *err)
     o->workspace = arg;
     return 0;
   case 'e':
-    return set_env(o, arg, err);
+    return set_env(o, "--env", arg, err);
+  case OPT_ENV_FILE:
+    return set_env_file(o, arg, err);
   case OPT_MEMORY:
     return set_limit(o, "memory", arg, 1, err);
   case OPT_TMP:
@@ -411,7 +450,10 @@ static char *random_name(const char *agent)
   return xasprintf("%s-%02x%02x%02x", agent, b[0], b[1], b[2]);
 }
 
-static void limits_from_config(struct run_opts *o)
+/* jail.limits and jail.env, before the flags (which override them).  The limits were
+ * checked when the config loaded; an env entry NAME may still miss from agt's
+ * environment. */
+static int from_config(struct run_opts *o, agt_error_t *err)
 {
   static const struct {
     enum agt_cfg_key key;
@@ -427,8 +469,14 @@ static void limits_from_config(struct run_opts *o)
     if (v)
       set_limit(o, lim[i].name, v, lim[i].size, NULL); /* checked when the config loaded */
   }
-  for (size_t i = 0; i < o->c->cfg.nenv; i++)
-    set_env(o, o->c->cfg.env[i].text, NULL);
+  for (size_t i = 0; i < o->c->cfg.nenv; i++) {
+    const struct agt_cfg_item *e = &o->c->cfg.env[i];
+    cleanup_free char *where = agt_cfg_origin_str(&e->origin);
+    cleanup_free char *what = xasprintf("jail.env (%s)", where);
+    if (set_env(o, what, e->text, err) < 0)
+      return -1;
+  }
+  return 0;
 }
 
 static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, agt_error_t *err)
@@ -440,7 +488,8 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
   json_t *res = NULL;
   int i, r = -1, interactive, tty;
 
-  limits_from_config(&o);
+  if (from_config(&o, err) < 0)
+    goto out;
   i = agt_cmd_opts(argc, argv, create ? &create_help : &run_help, run_opt, &o, err);
   if (i == -2) {
     r = 0;

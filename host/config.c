@@ -311,6 +311,7 @@ struct loader {
   agt_yaml_t *y;
   const char *file; /* as kept in c->files */
   const char *base;
+  int overlay; /* the repository's .agt/config.yaml */
 };
 
 static struct agt_cfg_origin origin_of(struct loader *l, yaml_node_t *n)
@@ -383,14 +384,27 @@ static int load_mount(struct loader *l, yaml_node_t *n, agt_error_t *err)
   return 0;
 }
 
+/* jail.env entries: NAME=VALUE, or NAME alone for its value in agt's environment (read by
+ * agt jail run).  Only the user's own file may name one: a repository's overlay could
+ * otherwise copy the user's secrets into the jails of a project they merely cloned. */
 static int load_env(struct loader *l, yaml_node_t *n, agt_error_t *err)
 {
   const char *v = agt_yaml_scalar(n);
   const char *eq = v ? strchr(v, '=') : NULL;
+  const char *why;
   struct agt_cfg_item it;
 
-  if (eq == NULL || eq == v)
-    return agt_yaml_error(l->y, n, err, "each of '%s' is KEY=VALUE", KEY_ENV);
+  if (v == NULL)
+    return agt_yaml_error(l->y, n, err, "each of '%s' is NAME=VALUE or NAME", KEY_ENV);
+  why = agt_env_name_problem(v, eq ? (size_t)(eq - v) : strlen(v));
+  if (why)
+    return agt_yaml_error(l->y, n, err, "'%s' entry: the name%s is not a variable name: %s",
+                          KEY_ENV, eq ? " before '='" : "", why);
+  if (eq == NULL && l->overlay)
+    return agt_yaml_error(l->y, n, err,
+                          "'%s' entry '%s' takes its value from agt's environment, which only "
+                          "the user's config may do, not a repository's .agt/config.yaml",
+                          KEY_ENV, v);
   it.text = xstrdup(v);
   it.origin = origin_of(l, n);
   l->c->env = xrealloc(l->c->env, (l->c->nenv + 1) * sizeof *l->c->env);
@@ -566,7 +580,8 @@ static char *dir_of(const char *file)
   return xstrndup(file, (size_t)(slash - file));
 }
 
-int agt_config_load_file(struct agt_config *c, const char *file, const char *base, agt_error_t *err)
+static int load_file(struct agt_config *c, const char *file, const char *base, int overlay,
+                     agt_error_t *err)
 {
   agt_yaml_t y;
   struct loader l;
@@ -586,6 +601,7 @@ int agt_config_load_file(struct agt_config *c, const char *file, const char *bas
   l.y = &y;
   l.file = c->files[c->nfiles - 1];
   l.base = base;
+  l.overlay = overlay;
   root = agt_yaml_root(&y);
   if (root == NULL) /* an empty file */
     r = 0;
@@ -593,6 +609,11 @@ int agt_config_load_file(struct agt_config *c, const char *file, const char *bas
     r = load_map(&l, NULL, root, err);
   agt_yaml_release(&y);
   return r;
+}
+
+int agt_config_load_file(struct agt_config *c, const char *file, const char *base, agt_error_t *err)
+{
+  return load_file(c, file, base, 0, err);
 }
 
 static int file_exists(const char *path)
@@ -653,7 +674,7 @@ int agt_config_load(struct agt_config *c, const struct agt_config_paths *paths, 
     }
     if (cwd && (root = find_repo_overlay(cwd))) {
       cleanup_free char *f = xasprintf("%s/.agt/config.yaml", strcmp(root, "/") ? root : "");
-      if (strcmp(f, user) != 0 && agt_config_load_file(c, f, root, err) < 0)
+      if (strcmp(f, user) != 0 && load_file(c, f, root, 1, err) < 0)
         return -1;
     }
   }

@@ -89,7 +89,7 @@ struct agt_config {
   struct agt_cfg_value v[AGT_CFG_NKEYS];
   struct agt_cfg_mount *mounts; /* vm.mounts */
   size_t nmounts;
-  struct agt_cfg_item *env; /* jail.env: "KEY=VALUE" */
+  struct agt_cfg_item *env; /* jail.env: "NAME=VALUE", or "NAME" (from agt's environment) */
   size_t nenv;
   struct agt_cfg_agent *agents; /* agents.NAME, in the order they first appear */
   size_t nagents;
@@ -113,7 +113,8 @@ void agt_config_release(struct agt_config *c);
 /* Defaults, files, then environment ($AGT_TARGET, $AGT_INSTANCE, $LIMA_HOME as the default
  * of lima.home). */
 int agt_config_load(struct agt_config *c, const struct agt_config_paths *paths, agt_error_t *err);
-/* Merge one file.  `base` resolves relative paths in it (NULL: the file's directory). */
+/* Merge one file, as the user's (not a repository's overlay).  `base` resolves relative
+ * paths in it (NULL: the file's directory). */
 int agt_config_load_file(struct agt_config *c, const char *file, const char *base,
                          agt_error_t *err);
 /* Set a value from a flag or variable, checked like a file's. */

@@ -8,7 +8,9 @@
 #   output and exits with its code; exec; logs -f loses nothing under 57 MB written as
 #   fast as the jail can; port reaches a server on the jail's loopback (several
 #   connections, a large body); --allow and the agents.NAME.allow config against a test
-#   HTTP server, and agt jail net showing the allowed and the refused request; jail ls.
+#   HTTP server, and agt jail net showing the allowed and the refused request; jail ls;
+#   secrets by --env NAME, --env-file and jail.env reach the agent but not agt's command
+#   line, agt jail inspect or agtd's log.
 #
 # Needs root and Linux, tmux, curl and ss.  A missing prerequisite is a failure.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -116,6 +118,78 @@ is "agt jail run -d returns at once" "$RC" 0
 like "saying the jail started" "$OUT" '^b2 started in [0-9.]+ ms$'
 like "without a terminal for a command run from a script" "$(agt jail inspect b2)" '"tty": false'
 agt jail rm --force b2 >/dev/null
+
+# --- secrets: --env NAME (from agt's environment), --env-file and jail.env NAME reach the
+# agent, but are never on agt's command line (what ps on this machine shows), nor in
+# agt jail inspect, nor in agtd's log.  The control (--env NAME=VALUE) shows the check can
+# see a secret on the command line when one is there.
+SECRET_ENV=env-secret-$$-$RANDOM$RANDOM
+SECRET_FILE=file-secret-$$-$RANDOM$RANDOM
+SECRET_PIPE=pipe-secret-$$-$RANDOM$RANDOM
+SECRET_CFG=config-secret-$$-$RANDOM$RANDOM
+printf '# secrets for the agent\n\nexport FILE_SECRET="%s"\r\nPLAIN=visible\nENV_SECRET=overridden\n' \
+  "$SECRET_FILE" >"$T/secrets.env"
+export ENV_SECRET=$SECRET_ENV
+SHOW='echo "env=$ENV_SECRET file=$FILE_SECRET pipe=$PIPE_SECRET plain=$PLAIN"'
+# printf is bash's builtin: the pipe's secret is on no command line either
+run agt jail run --name sec1 --env-file "$T/secrets.env" --env ENV_SECRET \
+  --env-file <(printf 'PIPE_SECRET=%s\n' "$SECRET_PIPE") -- /bin/sh -c "$SHOW"
+is "secrets by --env NAME, --env-file and a pipe reach the agent (the last setting wins)" "$OUT" \
+  "env=$SECRET_ENV file=$SECRET_FILE pipe=$SECRET_PIPE plain=visible"
+run agt jail inspect sec1
+like "agt jail inspect lists the variables by name" "$OUT" '"FILE_SECRET"'
+unlike "but shows none of their values" "$OUT" "$SECRET_ENV|$SECRET_FILE|$SECRET_PIPE|visible"
+
+"$AGT" jail run --name sec2 --env ENV_SECRET --env-file "$T/secrets.env" -- \
+  /bin/sh -c 'echo "ready $FILE_SECRET"; sleep 60' >"$T/sec2.out" 2>&1 &
+SECPID=$!
+wait_until 15 grep -q "^ready $SECRET_FILE" "$T/sec2.out" || not_ok "the jail sec2 did not start"
+cmdline=$(tr '\0' ' ' <"/proc/$SECPID/cmdline")
+like "a running agt jail run: its command line names the variable and the file" "$cmdline" \
+  "jail run --name sec2 --env ENV_SECRET --env-file $T/secrets.env"
+unlike "but holds no secret" "$cmdline" "$SECRET_ENV|$SECRET_FILE"
+agt jail stop --grace 0 sec2 >/dev/null
+wait "$SECPID"
+"$AGT" jail run --name sec3 --env "ENV_SECRET=$SECRET_ENV" -- /bin/sh -c 'echo ready; sleep 60' \
+  >"$T/sec3.out" 2>&1 &
+SECPID=$!
+wait_until 15 grep -q '^ready' "$T/sec3.out" || not_ok "the jail sec3 did not start"
+like "the control: --env NAME=VALUE does show in the command line" \
+  "$(tr '\0' ' ' <"/proc/$SECPID/cmdline")" "ENV_SECRET=$SECRET_ENV"
+agt jail stop --grace 0 sec3 >/dev/null
+wait "$SECPID"
+
+# jail.env NAME in the user's config; a repository's overlay may not read the environment
+export CFG_SECRET=$SECRET_CFG
+sed 's/^jail:$/jail:\n  env: [CFG_SECRET]/' "$AGT_CONFIG" >"$T/secret-config.yaml"
+run agt --config "$T/secret-config.yaml" jail run --name sec4 -- /bin/sh -c 'echo "cfg=$CFG_SECRET"'
+is "jail.env NAME in the user's config takes the value from agt's environment" "$OUT" "cfg=$SECRET_CFG"
+run agt jail inspect sec4
+unlike "and agt jail inspect does not show it" "$OUT" "$SECRET_CFG"
+mkdir -p "$WORK/.agt"
+printf 'jail:\n  env: [CFG_SECRET]\n' >"$WORK/.agt/config.yaml"
+run agt jail run --name sec5 -- true
+is "jail.env NAME in a repository's .agt/config.yaml is refused" "$RC" 2
+like "saying why" "$ERR" "'jail.env' entry 'CFG_SECRET' takes its value from agt's environment, which only the user's config may do"
+rm -rf "$WORK/.agt"
+unset CFG_SECRET
+
+run env -u NOT_SET_HERE "$AGT" jail run --name sec6 --env NOT_SET_HERE -- true
+is "--env NAME of an unset variable is a usage error" "$RC" 2
+like "naming it" "$ERR" "--env: NOT_SET_HERE is not set in agt's environment"
+printf 'A=1\n\nexport %s\n' "$SECRET_FILE" >"$T/bad.env"
+run agt jail run --name sec6 --env-file "$T/bad.env" -- true
+is "a bad --env-file line is a usage error" "$RC" 2
+is "naming the file and the line, not the text" "$ERR" "agt: --env-file: $T/bad.env:3: no '=' (each line is NAME=VALUE)"
+is "and no jail was made" "$(agt jail ls --json | grep -c sec6)" 0
+
+agtd_log=$(cat "$VMDIR/vm/agtd.log")
+like "agtd's log tells of the jails" "$agtd_log" "sec1"
+unlike "but holds no secret" "$agtd_log" "$SECRET_ENV|$SECRET_FILE|$SECRET_PIPE|$SECRET_CFG"
+unlike "nor do the VM's other logs" "$(cat "$VMDIR"/vm/*.log "$VMDIR"/ha.*.log)" \
+  "$SECRET_ENV|$SECRET_FILE|$SECRET_PIPE|$SECRET_CFG"
+unset ENV_SECRET
+for j in sec1 sec2 sec3 sec4; do agt jail rm "$j" >/dev/null; done
 
 # --- exec and port: a server on the jail's loopback
 agt jail run -d --name web -- /bin/sh -c 'echo served-from-the-jail > /work/index.html; head -c 5000000 /dev/urandom > /work/big; exec httpd -f -p 127.0.0.1:8080 -h /work' >/dev/null

@@ -243,7 +243,12 @@ static void test_errors(void **state)
       {"vm:\n  mounts:\n    - {location: /a, rw: true}\n", ":3:22: unknown key 'vm.mounts[].rw'"},
       {"vm:\n  mounts:\n    - {location: /a, mount_point: rel}\n",
        ":3:35: 'vm.mounts' mount_point 'rel' must be an absolute path"},
-      {"jail:\n  env: [NOEQUALS]\n", ":2:9: each of 'jail.env' is KEY=VALUE"},
+      {"jail:\n  env: [\"A B=1\"]\n",
+       ":2:9: 'jail.env' entry: the name before '=' is not a variable name: it has a character"},
+      {"jail:\n  env: [\"=s3cr3t\"]\n",
+       ":2:9: 'jail.env' entry: the name before '=' is not a variable name: it is empty"},
+      {"jail:\n  env: [s3cr3t-token]\n", ":2:9: 'jail.env' entry: the name is not a variable"},
+      {"jail:\n  env: [{A: 1}]\n", ":2:9: each of 'jail.env' is NAME=VALUE or NAME"},
       {"jail:\n  limits:\n    pids: x\n", ":3:11: jail.limits.pids 'x' is not a number"},
       {"target: vm1\n", ":1:9: 'target' must be lima[:NAME]"},
       {"lima:\n  start_timeout: 5 min\n", ":2:18: lima.start_timeout '5 min'"},
@@ -281,9 +286,51 @@ static void test_errors(void **state)
     assert_non_null(err);
     if (strncmp(err->msg, want, strlen(want)) != 0)
       fail_msg("case %zu: got '%s', want prefix '%s'", i, err->msg, want);
+    if (strstr(err->msg, "s3cr3t"))
+      fail_msg("case %zu: the error shows what may be a secret: '%s'", i, err->msg);
     agt_error_release(&err);
     agt_config_release(&c);
   }
+}
+
+/* jail.env: NAME alone (its value from agt's environment, read by agt jail run) in the
+ * user's file; a repository's overlay may set values but not read the user's environment. */
+static void test_env_names(void **state)
+{
+  cleanup_free char *user = path_in("envnames.yaml");
+  cleanup_free char *repo = path_in("envrepo");
+  cleanup_free char *git = path_in("envrepo/.git");
+  cleanup_free char *dotagt = path_in("envrepo/.agt");
+  cleanup_free char *overlay = path_in("envrepo/.agt/config.yaml");
+  struct agt_config_paths p = {0};
+  struct agt_config c;
+  agt_error_t err = NULL;
+  cleanup_free char *want = NULL;
+
+  (void)state;
+  write_file(user, "jail:\n  env: [A=1, GITHUB_TOKEN]\n");
+  assert_int_equal(agt_mkdir_p(git, 0755, NULL), 0);
+  assert_int_equal(agt_mkdir_p(dotagt, 0755, NULL), 0);
+  write_file(overlay, "jail:\n  env: [B=2]\n");
+  p.user_file = user;
+  p.cwd = repo;
+  agt_config_init(&c);
+  assert_int_equal(agt_config_load(&c, &p, &err), 0);
+  assert_int_equal(c.nenv, 3);
+  assert_string_equal(c.env[1].text, "GITHUB_TOKEN");
+  assert_string_equal(c.env[2].text, "B=2");
+  agt_config_release(&c);
+
+  write_file(overlay, "jail:\n  env:\n    - B=2\n    - AWS_SECRET_ACCESS_KEY\n");
+  agt_config_init(&c);
+  assert_int_equal(agt_config_load(&c, &p, &err), -1);
+  want = xasprintf("%s:4:7: 'jail.env' entry 'AWS_SECRET_ACCESS_KEY' takes its value from agt's "
+                   "environment, which only the user's config may do",
+                   overlay);
+  if (strncmp(err->msg, want, strlen(want)) != 0)
+    fail_msg("got '%s', want prefix '%s'", err->msg, want);
+  agt_error_release(&err);
+  agt_config_release(&c);
 }
 
 static void test_show(void **state)
@@ -423,6 +470,7 @@ int main(void)
       cmocka_unit_test_setup(test_env_and_flags, setup),
       cmocka_unit_test_setup(test_missing_explicit_file, setup),
       cmocka_unit_test_setup(test_errors, setup),
+      cmocka_unit_test_setup(test_env_names, setup),
       cmocka_unit_test_setup(test_show, setup),
       cmocka_unit_test_setup(test_duration, setup),
       cmocka_unit_test_setup(test_agents, setup),
