@@ -27,6 +27,7 @@ enum {
   OPT_NOFILE,
   OPT_TMP,
   OPT_LOG,
+  OPT_DISK,
   OPT_NET,
   OPT_ALLOW,
   OPT_NO_TTY,
@@ -210,6 +211,8 @@ static const struct agt_opt run_opts[] = {
     {OPT_NOFILE, "nofile", "N", "open file limit (jail.limits.nofile)"},
     {OPT_TMP, "tmp", "SIZE", "size of the jail's /tmp (jail.limits.tmp)"},
     {OPT_LOG, "log", "SIZE", "output kept on disk (jail.limits.log)"},
+    {OPT_DISK, "disk", "SIZE",
+     "what the jail may write to its root, 0: no limit (jail.limits.disk)"},
     AGT_OPT_JSON_ENTRY,
     {0, NULL, NULL, NULL},
 };
@@ -305,6 +308,8 @@ static int run_opt(void *ctx, int key, const char *arg, agt_error_t *err)
     return set_limit(o, "memory", arg, 1, err);
   case OPT_TMP:
     return set_limit(o, "tmp", arg, 1, err);
+  case OPT_DISK:
+    return set_limit(o, "disk", arg, 1, err);
   case OPT_LOG:
     return set_limit(o, "log", arg, 1, err);
   case OPT_PIDS:
@@ -463,6 +468,7 @@ static int from_config(struct run_opts *o, agt_error_t *err)
       {AGT_CFG_JAIL_MEMORY, "memory", 1}, {AGT_CFG_JAIL_PIDS, "pids", 0},
       {AGT_CFG_JAIL_CPU, "cpu", 0},       {AGT_CFG_JAIL_NOFILE, "nofile", 0},
       {AGT_CFG_JAIL_TMP, "tmp", 1},       {AGT_CFG_JAIL_LOG, "log", 1},
+      {AGT_CFG_JAIL_DISK, "disk", 1},
   };
   for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++) {
     const char *v = agt_config_get(&o->c->cfg, lim[i].key);

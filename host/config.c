@@ -64,6 +64,7 @@ static const struct key_desc keys[AGT_CFG_NKEYS] = {
     [AGT_CFG_JAIL_NOFILE] = {"jail.limits.nofile", T_UINT, NULL},
     [AGT_CFG_JAIL_TMP] = {"jail.limits.tmp", T_SIZE, NULL},
     [AGT_CFG_JAIL_LOG] = {"jail.limits.log", T_SIZE, NULL},
+    [AGT_CFG_JAIL_DISK] = {"jail.limits.disk", T_SIZE, NULL},
 };
 
 /* List keys: their items append. */

@@ -82,6 +82,7 @@ enum agt_cfg_key {
   AGT_CFG_JAIL_NOFILE,
   AGT_CFG_JAIL_TMP,
   AGT_CFG_JAIL_LOG,
+  AGT_CFG_JAIL_DISK,
   AGT_CFG_NKEYS
 };
 

@@ -118,6 +118,12 @@ is "agt jail run -d returns at once" "$RC" 0
 like "saying the jail started" "$OUT" '^b2 started in [0-9.]+ ms$'
 like "without a terminal for a command run from a script" "$(agt jail inspect b2)" '"tty": false'
 agt jail rm --force b2 >/dev/null
+# --disk: what the jail may write to its root (a btrfs quota in agtd)
+run agt jail run --name b3 --disk 24M -- /bin/sh -c \
+  'dd if=/dev/zero of=/home/agent/fill bs=1M count=48 2>&1; echo dd=$?'
+like "agt jail run --disk stops a jail that writes past it" "$OUT" "Disk quota exceeded"
+like "and sets the jail's limit" "$(agt jail inspect b3)" '"disk": 25165824'
+agt jail rm b3 >/dev/null
 
 # --- secrets: --env NAME (from agt's environment), --env-file and jail.env NAME reach the
 # agent, but are never on agt's command line (what ps on this machine shows), nor in
