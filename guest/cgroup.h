@@ -28,6 +28,7 @@ struct agt_cgroup_root {
   char *parent;     /* "agt" */
   char *v2_base;    /* v2: /sys/fs/cgroup/<parent> */
   char *v1_base[3]; /* v1: /sys/fs/cgroup/{memory,pids,cpu}/<parent> */
+  int fast_attach;  /* v1 with favordynmods: moving a process costs microseconds */
 };
 
 int agt_cgroup_root_init(struct agt_cgroup_root *r, const char *parent, agt_error_t *err);

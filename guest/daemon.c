@@ -102,6 +102,7 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
       agtd_log(
           "cgroup v1: turned on the kernel's cgroup flag favordynmods (see agtd serve --help)");
     }
+    d->cgroup.fast_attach = r >= 0;
   }
   if (agt_seccomp_compile(&d->seccomp, err) < 0)
     return agt_error_wrap(err, "seccomp filter");

@@ -224,6 +224,11 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   }
   if (pid == 0)
     agt_jail_child(&plan);
+  /* With favordynmods a v1 migration is microseconds: done here, without the threadpool's
+   * round trip. */
+  if (!attached && j->d->cgroup.fast_attach &&
+      agt_cgroup_attach(&j->d->cgroup, j->name, pid, err) == 0)
+    attached = 1;
 
   /* Parent: keep the read ends of status/out/err and the write end of sync. */
   close(fds[0]);
@@ -239,7 +244,11 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
 
   /* The proxy and the cgroup are in place before the child is told to go on to the agent.
    * On failure the child is killed, and supervised below so that it is reaped. */
-  if (j->net.mode == AGT_NET_ALLOW && start_egress(j, netns, pid, err) < 0) {
+  if (*err) {
+    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    agt_error_wrap(err, "start jail '%s'", j->name);
+    close(fds[1]);
+  } else if (j->net.mode == AGT_NET_ALLOW && start_egress(j, netns, pid, err) < 0) {
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
     agt_error_wrap(err, "start jail '%s'", j->name);
     close(fds[1]);
