@@ -389,12 +389,21 @@ int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     }
     if (!agtd_up) {
       row(&d, "guest", "cgroup", D_FAIL, agtd_fix(&d), "agtd not reachable");
+      row(&d, "guest", "jail disk", D_FAIL, agtd_fix(&d), "agtd not reachable");
       row(&d, "guest", "rootfs", D_FAIL, agtd_fix(&d), "agtd not reachable");
     } else {
       json_int_t cg = json_integer_value(json_object_get(st, "cgroup_version"));
       const char *ref = agt_config_get(&c->cfg, AGT_CFG_JAIL_ROOTFS);
       size_t k;
-      json_t *r, *hit = NULL;
+      json_t *r, *hit = NULL, *disk = json_object_get(st, "disk");
+      if (json_is_true(json_object_get(disk, "limits")))
+        row(&d, "guest", "jail disk", D_OK, NULL, "btrfs, %lld MiB, a quota per jail",
+            (long long)(json_integer_value(json_object_get(disk, "size")) >> 20));
+      else
+        row(&d, "guest", "jail disk", D_WARN,
+            "install btrfs-progs in the guest and restart agtd (docs/SECURITY.md)",
+            "no disk limit per jail: %s",
+            json_string_value(json_object_get(disk, "why")) ?: "agtd does not report one");
       if (cg == 2)
         row(&d, "guest", "cgroup", D_OK, NULL, "v2 (agtd's report)");
       else if (cg == 1)

@@ -144,6 +144,7 @@ like "the versions match" "$(row vm versions)" "^vm +versions +ok +agt ([0-9.]+)
 like "the guest has the namespaces" "$(row guest namespaces)" "^guest +namespaces +ok +cgroup ipc mnt net pid "
 like "and overlayfs" "$(row guest overlayfs)" "^guest +overlayfs +ok"
 like "the cgroup version is agtd's" "$(row guest cgroup)" "^guest +cgroup +(ok +v2|warn +v1)"
+like "each jail has a disk limit" "$OUT" "^guest +jail disk +ok +btrfs, [0-9]+ MiB, a quota per jail"
 like "the rootfs of jail.rootfs is built" "$(row guest rootfs)" "^guest +rootfs +ok +'test' is built"
 like "the summary" "$OUT" "^doctor: [0-9]+ ok, 0 failed, [0-9]+ warnings?, 0 not checked$"
 
