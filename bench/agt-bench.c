@@ -375,7 +375,7 @@ static json_t *argv_json(const char *const *argv)
 /* jail.run: returns when agtd has confirmed the agent's exec.  *rtt_ns is the client's round
  * trip, *start_ms agtd's own figure (request arrival to confirmed exec). */
 static int agtd_run(agt_rpc_t *r, const struct cfg *c, const char *name, const char *const *argv,
-                    uint64_t *t0, uint64_t *rtt_ns, double *start_ms, agt_error_t *err)
+                    uint64_t *t0, uint64_t *rtt_ns, double *start_ms, int *warm, agt_error_t *err)
 {
   json_t *params = json_pack("{s:s, s:s, s:s, s:o}", "name", name, "rootfs", c->rootfs_id,
                              "workspace", c->workspace, "argv", argv_json(argv));
@@ -390,7 +390,32 @@ static int agtd_run(agt_rpc_t *r, const struct cfg *c, const char *name, const c
     return agt_error_wrap(err, "jail.run %s", name);
   if (start_ms)
     *start_ms = json_real_value(json_object_get(res, "start_ms"));
+  if (warm)
+    *warm = json_is_true(json_object_get(res, "warm"));
   json_decref(res);
+  return 0;
+}
+
+/* Until agtd has built its prepared jails again (at most 200 ms): neither tool's start is
+ * measured while agtd works in the background.  Returns whether the pool was full. */
+static int agtd_settle(agt_rpc_t *r, agt_error_t *err)
+{
+  for (int i = 0; i < 1000; i++) {
+    json_t *res = NULL, *w;
+    int full;
+
+    if (agt_rpc_call(r, "daemon.status", NULL, &res, err) < 0)
+      return -1;
+    w = json_object_get(res, "warm");
+    full = !json_is_true(json_object_get(w, "enabled")) ||
+           json_integer_value(json_object_get(w, "ready")) >=
+               json_integer_value(json_object_get(w, "target"));
+    json_decref(res);
+    if (full)
+      return 1;
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
+  }
   return 0;
 }
 
@@ -639,7 +664,7 @@ static int mode_check(const struct cfg *c, agt_error_t *err)
     return -1;
   if (agt_rpc_connect_unix(&r, c->socket, err) < 0)
     return -1;
-  if (agtd_run(&r, c, "bench-check", status, &t0, &rtt, NULL, err) < 0 ||
+  if (agtd_run(&r, c, "bench-check", status, &t0, &rtt, NULL, NULL, err) < 0 ||
       (a = agtd_collect(&r, "bench-check", NULL, err)) == NULL) {
     agt_rpc_close(&r);
     return -1;
@@ -660,6 +685,7 @@ static int mode_latency(const struct cfg *c, agt_error_t *err)
                                       "lat.bwrap_exec_ms", "lat.agtd_rm_ms"};
   struct series s[5];
   uint64_t begin = now_ns();
+  size_t warm_starts = 0, unsettled = 0;
   agt_rpc_t r;
   int ret = -1;
 
@@ -683,16 +709,22 @@ static int mode_latency(const struct cfg *c, agt_error_t *err)
         continue;
       if (c->gap_ms)
         sleep_ms(c->gap_ms);
+      int settled = agtd_settle(&r, err);
+      if (settled < 0)
+        goto out;
+      unsettled += measured && !settled;
       if (agtd) {
         char name[32];
         uint64_t rtt, rm;
         double start_ms = 0;
+        int warm = 0;
         snprintf(name, sizeof name, "bench-lat-%zu", i);
-        if (agtd_run(&r, c, name, stamp, &t0, &rtt, &start_ms, err) < 0 ||
+        if (agtd_run(&r, c, name, stamp, &t0, &rtt, &start_ms, &warm, err) < 0 ||
             (out = agtd_collect(&r, name, &rm, err)) == NULL ||
             parse_stamp(out, &stamp_ns, err) < 0)
           goto out;
         if (measured) {
+          warm_starts += (size_t)warm;
           s[0].v[s[0].n++] = start_ms;
           s[1].v[s[1].n++] = (double)rtt / 1e6;
           s[2].v[s[2].n++] = (double)(stamp_ns - t0) / 1e6;
@@ -710,6 +742,8 @@ static int mode_latency(const struct cfg *c, agt_error_t *err)
     if (s[i].n > 0)
       series_print(&s[i]);
   printf("lat.wall_s %.1f\n", (double)(now_ns() - begin) / 1e9);
+  printf("lat.agtd_warm_starts %zu\n", warm_starts);
+  printf("lat.unsettled %zu\n", unsettled);
   ret = 0;
 out:
   agt_rpc_close(&r);
@@ -776,7 +810,7 @@ static int memory_agtd(const struct cfg *c, size_t count, agt_error_t *err)
     char name[32];
     uint64_t t;
     snprintf(name, sizeof name, "bench-mem-%zu", started);
-    if (agtd_run(&r, c, name, idle, &t, &rtt, NULL, err) < 0)
+    if (agtd_run(&r, c, name, idle, &t, &rtt, NULL, NULL, err) < 0)
       goto out;
   }
   if (apid && wait_comm("probe", apid, count, 0, 120000, err) < 0)

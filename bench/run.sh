@@ -134,8 +134,12 @@ for n in $COUNTS; do
 done
 AGTD_RSS_END=$(awk '/^VmRSS:/ {print $2}' "/proc/$AGTD_PID/status")
 
-# Nothing may be left behind: no jail, no payload, no mount.
+# Nothing may be left behind: no jail, no payload, no mount, once agtd has stopped (its
+# prepared jails and its disk of the jails' writable layers go with it).
 LEFT_JAILS=$( (ctl --json jail ls | grep -c '"name"') || true)
+kill -TERM "$AGTD_PID" 2>/dev/null || true
+wait "$AGTD_PID" 2>/dev/null || true
+AGTD_PID=
 # (ours only: processes in this agtd's cgroups, and bwraps given this run's directory)
 LEFT_PROCS=$(( $( (grep -l "/$CG/" /proc/[0-9]*/cgroup 2>/dev/null || true) | wc -l) +
   $( (pgrep -f "bwrap .*$T/" || true) | wc -l) ))
@@ -176,6 +180,9 @@ echo
 echo "1. Jail start latency, ms: $(val lat.agtd_start_ms.n) sequential starts each (after $WARMUP warm-up), alternating"
 echo "   agtd: jail.run over agtd's socket; bwrap: posix_spawn of bwrap; payload: static /bin/stamp"
 echo "   bwrap column, every row: spawn of bwrap -> the payload's first clock read"
+echo "   before every start of either tool the driver waits until agtd's prepared jails are built"
+echo "   again, so that neither start shares the machine with that work ($(val lat.unsettled) starts waited in vain)"
+echo "   agtd starts served by a prepared jail: $(val lat.agtd_warm_starts) of $(val lat.agtd_start_ms.n)"
 row "metric" "agtd" "bwrap" "agtd/bwrap" "target: agtd/bwrap <= $TARGET_RATIO"
 B50=$(val lat.bwrap_exec_ms.p50)
 B99=$(val lat.bwrap_exec_ms.p99)

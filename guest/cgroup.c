@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -34,6 +35,49 @@ int agt_cgroup_root_init_at(struct agt_cgroup_root *r, const char *parent, const
 int agt_cgroup_root_init(struct agt_cgroup_root *r, const char *parent, agt_error_t *err)
 {
   return agt_cgroup_root_init_at(r, parent, "/sys/fs/cgroup", 0, err);
+}
+
+/* The flags of the mounted cgroup2 hierarchy ("nsdelegate,..."), "" when none is mounted;
+ * newly allocated. */
+static char *cgroup2_flags(void)
+{
+  cleanup_file FILE *f = fopen("/proc/self/mountinfo", "re");
+  cleanup_free char *line = NULL;
+  size_t cap = 0;
+
+  while (f && getline(&line, &cap, f) > 0) {
+    char fstype[32], opts[512];
+    const char *sep = strstr(line, " - ");
+
+    if (sep && sscanf(sep, " - %31s %*s %511s", fstype, opts) == 2 &&
+        strcmp(fstype, "cgroup2") == 0)
+      return xstrdup(opts);
+  }
+  return xstrdup("");
+}
+
+int agt_cgroup_favor_dynmods(agt_error_t *err)
+{
+  cleanup_free char *flags = cgroup2_flags();
+  cleanup_close int fd = -1;
+  char *save = NULL;
+
+  if (strstr(flags, "favordynmods"))
+    return 0;
+  fd = fsopen("cgroup2", FSOPEN_CLOEXEC);
+  if (fd < 0)
+    return agt_error_make(err, errno, "fsopen cgroup2");
+  if (fsconfig(fd, FSCONFIG_SET_FLAG, "favordynmods", NULL, 0) < 0)
+    return agt_error_make(err, errno, "this kernel has no cgroup option favordynmods");
+  /* Every superblock of cgroup2 applies its flags to the one hierarchy: keep the others. */
+  for (char *o = strtok_r(flags, ",", &save); o; o = strtok_r(NULL, ",", &save))
+    if (strcmp(o, "rw") != 0 && strcmp(o, "ro") != 0 &&
+        fsconfig(fd, FSCONFIG_SET_FLAG, o, NULL, 0) < 0)
+      return agt_error_make(err, errno, "cgroup2 option '%s'", o);
+  /* Creating the superblock applies the flags; nothing is mounted anywhere. */
+  if (fsconfig(fd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+    return agt_error_make(err, errno, "cgroup2 with favordynmods");
+  return 1;
 }
 
 int agt_cgroup_open(struct agt_cgroup_root *r, const char *jail)
@@ -70,6 +114,27 @@ int agt_cgroup_create(struct agt_cgroup_root *r, const char *jail,
   if (ret < 0)
     agt_error_wrap(err, "cgroup v%d for jail '%s'", r->version, jail);
   return ret;
+}
+
+int agt_cgroup_adopt(struct agt_cgroup_root *r, const char *from, const char *jail, pid_t pid,
+                     const struct agt_cgroup_limits *l, const struct agt_cgroup_limits *have,
+                     agt_error_t *err)
+{
+  if (r->version == 1) {
+    for (int i = 0; i < 3; i++) {
+      cleanup_free char *a = xasprintf("%s/%s", r->v1_base[i], from);
+      cleanup_free char *b = xasprintf("%s/%s", r->v1_base[i], jail);
+      if (rename(a, b) < 0)
+        return agt_error_make(err, errno, "rename cgroup '%s' to '%s'", a, b);
+    }
+    if (memcmp(l, have, sizeof *l) == 0)
+      return 0;
+    return agt_cgroup_create(r, jail, l, err); /* the directories exist: the limits */
+  }
+  /* cgroup v2 cannot rename: a new cgroup, the process moved into it, the old one gone. */
+  if (agt_cgroup_create(r, jail, l, err) < 0 || agt_cgroup_attach(r, jail, pid, err) < 0)
+    return -1;
+  return agt_cgroup_destroy(r, from, err);
 }
 
 int agt_cgroup_attach(struct agt_cgroup_root *r, const char *jail, pid_t pid, agt_error_t *err)

@@ -28,7 +28,7 @@ struct agt_cgroup_root {
   char *parent;     /* "agt" */
   char *v2_base;    /* v2: /sys/fs/cgroup/<parent> */
   char *v1_base[3]; /* v1: /sys/fs/cgroup/{memory,pids,cpu}/<parent> */
-  int fast_attach;  /* v1 with favordynmods: moving a process costs microseconds */
+  int fast_attach;  /* favordynmods is on: moving a process costs microseconds */
 };
 
 int agt_cgroup_root_init(struct agt_cgroup_root *r, const char *parent, agt_error_t *err);
@@ -43,6 +43,11 @@ void agt_cgroup_root_release(struct agt_cgroup_root *r);
 /* Create the jail's cgroup(s) and write the limits. */
 int agt_cgroup_create(struct agt_cgroup_root *r, const char *jail,
                       const struct agt_cgroup_limits *l, agt_error_t *err);
+/* Give a prepared jail's cgroup(s) `from`, holding pid and limited by `have`, to the jail:
+ * renamed (v1; the limits written when they differ) or pid moved into a new one (v2). */
+int agt_cgroup_adopt(struct agt_cgroup_root *r, const char *from, const char *jail, pid_t pid,
+                     const struct agt_cgroup_limits *l, const struct agt_cgroup_limits *have,
+                     agt_error_t *err);
 /* Move pid into the jail's cgroup(s). */
 int agt_cgroup_attach(struct agt_cgroup_root *r, const char *jail, pid_t pid, agt_error_t *err);
 /* Kill what is left in the jail's cgroup and remove it.  AGT_E_BUSY while processes are
@@ -53,12 +58,12 @@ int agt_cgroup_stats(struct agt_cgroup_root *r, const char *jail, struct agt_cgr
  * newly allocated. */
 char *agt_cgroup_path(struct agt_cgroup_root *r, const char *jail);
 
-/* cgroup v1: moving a process into a cgroup (a write to cgroup.procs) waits for an RCU
- * grace period, milliseconds, unless the kernel's cgroup flag favordynmods is on; this
- * turns it on (a cgroup2 superblock created with the flag, never mounted).  It makes fork
- * and exit a little dearer machine-wide and, from Linux 6.18, cannot be turned off again
- * until reboot.  1: turned on now, 0: already on. */
-int agt_cgroup_v1_favor_dynmods(agt_error_t *err);
+/* Moving a process into a cgroup (a write to cgroup.procs, v1 or v2) waits for an RCU grace
+ * period, milliseconds, unless the kernel's cgroup flag favordynmods is on; this turns it
+ * on (a cgroup2 superblock created with the flag and the mounted cgroup2's options, never
+ * mounted).  It makes fork and exit a little dearer machine-wide and, from Linux 6.18,
+ * cannot be turned off again until reboot.  1: turned on now, 0: already on. */
+int agt_cgroup_favor_dynmods(agt_error_t *err);
 
 /* Backends. */
 int agt_cgroup_v1_init(struct agt_cgroup_root *r, agt_error_t *err);

@@ -268,7 +268,8 @@ static int create_or_run(struct ctl *c, const char *method, int argc, char **arg
       json_t *ms = json_object_get(res, "start_ms");
       printf("%s", json_string_value(json_object_get(res, "name")));
       if (ms)
-        printf(" started in %.2f ms", json_real_value(ms));
+        printf(" started in %.2f ms%s", json_real_value(ms),
+               json_is_true(json_object_get(res, "warm")) ? " (a prepared jail)" : "");
       printf("\n");
     }
     json_decref(res);
@@ -297,8 +298,9 @@ static int simple(struct ctl *c, const char *method, json_t *params, agt_error_t
   if (c->json) {
     print_json(res);
   } else if (json_object_get(res, "start_ms")) {
-    printf("%s started in %.2f ms\n", json_string_value(json_object_get(res, "name")),
-           json_real_value(json_object_get(res, "start_ms")));
+    printf("%s started in %.2f ms%s\n", json_string_value(json_object_get(res, "name")),
+           json_real_value(json_object_get(res, "start_ms")),
+           json_is_true(json_object_get(res, "warm")) ? " (a prepared jail)" : "");
   } else if (json_object_get(res, "state")) {
     json_t *code = json_object_get(res, "exit_code");
     printf("%s: %s", json_string_value(json_object_get(res, "name")),

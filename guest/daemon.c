@@ -14,6 +14,7 @@
 
 #include "fsutil.h"
 #include "jail.h"
+#include "rootfs/rootfs.h"
 #include "server.h"
 #include "xalloc.h"
 
@@ -91,16 +92,16 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
     agtd_log("jails' writable layers: NO DISK LIMIT (%s)", d->disk.why_off);
   if (agt_cgroup_root_init(&d->cgroup, cfg->cgroup_parent, err) < 0)
     return agt_error_wrap(err, "cgroups");
-  if (d->cgroup.version == 1 && !cfg->no_favordynmods) {
+  if (!cfg->no_favordynmods) {
     agt_error_t e = NULL;
-    int r = agt_cgroup_v1_favor_dynmods(&e);
+    int r = agt_cgroup_favor_dynmods(&e);
 
     if (r < 0) {
-      agtd_log("cgroup v1: %s; each jail start waits for an RCU grace period", e->msg);
+      agtd_log("cgroups: %s; moving a process between cgroups waits for an RCU grace period",
+               e->msg);
       agt_error_release(&e);
     } else if (r > 0) {
-      agtd_log(
-          "cgroup v1: turned on the kernel's cgroup flag favordynmods (see agtd serve --help)");
+      agtd_log("cgroups: turned on the kernel's cgroup flag favordynmods (see agtd serve --help)");
     }
     d->cgroup.fast_attach = r >= 0;
   }
@@ -110,6 +111,7 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
     return agt_error_wrap(err, "network namespace pool");
   if (agt_jail_load_all(d, err) < 0)
     return -1;
+  agt_warm_init(d, cfg->warm, d->cgroup.fast_attach);
   if (agt_server_listen(d, err) < 0)
     return -1;
   uv_signal_init(loop, &d->sigterm);
@@ -120,6 +122,19 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
   agtd_log("listening on %s (cgroup v%d, %u jail records)", cfg->socket_path, d->cgroup.version,
            d->njails);
   return 0;
+}
+
+int agtd_rootfs_resolve(agtd_t *d, const char *ref, json_t **info, agt_error_t *err)
+{
+  if (d->rootfs_list == NULL && agt_rootfs_list(d->rootfs_dir, &d->rootfs_list, err) < 0)
+    return -1;
+  return agt_rootfs_resolve_in(d->rootfs_list, d->rootfs_dir, ref, info, err);
+}
+
+void agtd_rootfs_changed(agtd_t *d)
+{
+  json_decref(d->rootfs_list);
+  d->rootfs_list = NULL;
 }
 
 int agtd_run(agtd_t *d)
@@ -145,10 +160,14 @@ void agtd_release(agtd_t *d)
     d->jails = j->next;
     agt_jail_free_now(j);
   }
+  agt_warm_drain(d, NULL);
+  free(d->warm.rootfs_id);
+  free(d->warm.rootfs_path);
   agt_netns_pool_release(&d->netns);
   agt_seccomp_release(&d->seccomp);
   agt_cgroup_root_release(&d->cgroup);
   agt_disk_release(&d->disk);
+  agtd_rootfs_changed(d);
   free(d->jails_dir);
   free(d->rootfs_dir);
   free(d->workspaces_dir);

@@ -9,6 +9,7 @@
 
 #include "cgroup.h"
 #include "disk.h"
+#include "jail_warm.h"
 #include "error.h"
 #include "jail_seccomp.h"
 #include "netns_pool.h"
@@ -24,6 +25,7 @@ struct agtd_config {
   unsigned max_jails;        /* jail records at once */
   const char *cgroup_parent; /* cgroup under which jails live ("agt") */
   unsigned netns_pool;       /* network namespaces made ahead of time (0: none) */
+  unsigned warm;             /* prepared jails kept ready (0: none) */
   int no_favordynmods;       /* cgroup v1: leave the kernel's favordynmods flag alone */
   uint64_t disk_size;        /* size of a new jails.img: 0 half the free space, UINT64_MAX none */
   const char *const *workspace_roots; /* a workspace must lie under one of these */
@@ -43,10 +45,12 @@ struct agtd_s {
   struct agt_jail_s *jails; /* list, in creation order */
   unsigned njails;
   unsigned pending_builds; /* rootfs builds running in the threadpool */
+  json_t *rootfs_list;     /* the store's builds (agt_rootfs_list), until a build or rm */
   struct agt_cgroup_root cgroup;
   struct agt_seccomp_prog seccomp;
   struct agt_netns_pool netns;
-  struct agt_disk disk; /* the jails' writable layers */
+  struct agt_disk disk;      /* the jails' writable layers */
+  struct agt_warm_pool warm; /* prepared jails */
   int shutting_down;
   time_t started;
 };
@@ -59,6 +63,11 @@ void agtd_release(agtd_t *d);
 /* libuv alloc callback for reads consumed at once (copied or written before the next read):
  * one buffer for the whole single-threaded loop. */
 void agtd_read_buffer(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+
+/* Resolve a rootfs reference in the store, through the cached list of builds; forget the
+ * list when the store changes. */
+int agtd_rootfs_resolve(agtd_t *d, const char *ref, json_t **info, agt_error_t *err);
+void agtd_rootfs_changed(agtd_t *d);
 
 /* Logging to stderr (journald picks it up under systemd). */
 void agtd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -178,6 +178,12 @@ static int quota_enable(const char *dir, agt_error_t *err)
 static int disk_setup(struct agt_disk *dk, const char *state_dir, uint64_t image_size,
                       agt_error_t *err)
 {
+  struct stat img, sd, jd;
+
+  /* Mounted from our image by an agtd that died: ours to unmount at exit. */
+  if (is_btrfs(dk->dir) && lstat(dk->image, &img) == 0 && stat(state_dir, &sd) == 0 &&
+      stat(dk->dir, &jd) == 0 && sd.st_dev != jd.st_dev)
+    dk->mounted = 1;
   if (!is_btrfs(dk->dir)) {
     struct stat st;
 
@@ -286,6 +292,15 @@ int agt_disk_jail_create(struct agt_disk *dk, const char *jail_dir, uint64_t lim
   if (mkdir(upper, 0755) < 0 || mkdir(work, 0700) < 0)
     return agt_error_make(err, errno, "mkdir in '%s'", rw);
   return 0;
+}
+
+int agt_disk_jail_limit(struct agt_disk *dk, const char *jail_dir, uint64_t limit, agt_error_t *err)
+{
+  cleanup_free char *rw = xasprintf("%s/rw", jail_dir);
+
+  if (!dk->enabled || limit == 0)
+    return 0;
+  return subvol_limit(rw, limit, err);
 }
 
 int agt_disk_jail_remove(struct agt_disk *dk, const char *jail_dir, agt_error_t *err)

@@ -34,6 +34,9 @@ void agt_disk_release(struct agt_disk *dk);
  * is enabled (0: no limit), else a directory. */
 int agt_disk_jail_create(struct agt_disk *dk, const char *jail_dir, uint64_t limit,
                          agt_error_t *err);
+/* Set the limit of <jail_dir>/rw (a prepared jail's, made without one); 0: none. */
+int agt_disk_jail_limit(struct agt_disk *dk, const char *jail_dir, uint64_t limit,
+                        agt_error_t *err);
 /* Remove <jail_dir>/rw (the subvolume at once, its blocks freed in the background). */
 int agt_disk_jail_remove(struct agt_disk *dk, const char *jail_dir, agt_error_t *err);
 

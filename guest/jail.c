@@ -14,6 +14,7 @@
 #include "cleanup.h"
 #include "daemon.h"
 #include "fsutil.h"
+#include "jail_warm.h"
 #include "names.h"
 #include "proto.h"
 #include "rootfs/rootfs.h"
@@ -283,18 +284,35 @@ static int workspace_allowed(struct agtd_s *d, const char *ws, agt_error_t *err)
       "workspace '%s' is not under a workspace root of agtd (see --workspace-root)", ws);
 }
 
+char *agt_identity_passwd(uid_t uid, gid_t gid)
+{
+  return xasprintf("root:x:0:0:root:/root:/bin/sh\n"
+                   "agent:x:%u:%u:agent:/home/agent:/bin/sh\n"
+                   "nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+                   (unsigned)uid, (unsigned)gid);
+}
+
+char *agt_identity_group(gid_t gid)
+{
+  return xasprintf("root:x:0:\nagent:x:%u:\nnogroup:x:65534:\n", (unsigned)gid);
+}
+
+void agt_jail_identity(agt_jail_t *j, char **passwd, char **group)
+{
+  *passwd = agt_identity_passwd(j->uid, j->gid);
+  *group = agt_identity_group(j->gid);
+}
+
 static int write_identity(agt_jail_t *j, agt_error_t *err)
 {
   cleanup_free char *etc = xasprintf("%s/etc", j->upper);
   cleanup_free char *home = xasprintf("%s/home/agent", j->upper);
   cleanup_free char *passwd_path = xasprintf("%s/passwd", etc);
   cleanup_free char *group_path = xasprintf("%s/group", etc);
-  cleanup_free char *passwd = xasprintf("root:x:0:0:root:/root:/bin/sh\n"
-                                        "agent:x:%u:%u:agent:/home/agent:/bin/sh\n"
-                                        "nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
-                                        (unsigned)j->uid, (unsigned)j->gid);
-  cleanup_free char *group =
-      xasprintf("root:x:0:\nagent:x:%u:\nnogroup:x:65534:\n", (unsigned)j->gid);
+  cleanup_free char *passwd = NULL;
+  cleanup_free char *group = NULL;
+
+  agt_jail_identity(j, &passwd, &group);
 
   if (agt_mkdir_p(etc, 0755, err) < 0 || agt_mkdir_p(home, 0755, err) < 0)
     return -1;
@@ -324,7 +342,8 @@ static int parse_size(json_t *params, agt_jail_t *j, agt_error_t *err)
   return 0;
 }
 
-int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_error_t *err)
+static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t **out,
+                       agt_error_t *err)
 {
   static const char *const known[] = {"name",   "agent",   "rootfs", "workspace", "argv", "env",
                                       "limits", "network", "tty",    "size",      NULL};
@@ -393,7 +412,7 @@ int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_erro
   if (limits_from_json(json_object_get(params, "limits"), &j->limits, err) < 0)
     goto fail;
   /* The rootfs last: every cheaper check has passed. */
-  if (agt_rootfs_resolve(d->rootfs_dir, rootfs, &info, err) < 0) {
+  if (agtd_rootfs_resolve(d, rootfs, &info, err) < 0) {
     agt_error_wrap(err, "rootfs '%s'", rootfs);
     goto fail;
   }
@@ -421,17 +440,29 @@ int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_erro
     }
   }
 
-  if (mkdir(j->dir, 0700) < 0) {
-    agt_error_make(err, errno, "mkdir '%s'", j->dir);
-    goto fail;
+  if (for_run) {
+    /* A prepared jail on this rootfs becomes this one: its directory is renamed here (the
+     * jail user's files come with the claim, jail_warm.c). */
+    agt_warm_note_run(d, j->rootfs_id, j->rootfs_path, j->uid, j->gid);
+    j->warm = agt_warm_take(d, j);
+    if (j->warm && rename(j->warm->dir, j->dir) < 0) {
+      agt_warm_discard(d, j->warm, 0);
+      j->warm = NULL;
+    }
   }
-  if (agt_disk_jail_create(&d->disk, j->dir, j->limits.disk_bytes, err) < 0 ||
-      (mkdir(j->merged, 0755) < 0 && agt_error_make(err, errno, "mkdir '%s'", j->merged) < 0)) {
-    agt_error_wrap(err, "create the directories of jail '%s'", name);
-    goto fail_dir;
+  if (j->warm == NULL) {
+    if (mkdir(j->dir, 0700) < 0) {
+      agt_error_make(err, errno, "mkdir '%s'", j->dir);
+      goto fail;
+    }
+    if (agt_disk_jail_create(&d->disk, j->dir, j->limits.disk_bytes, err) < 0 ||
+        (mkdir(j->merged, 0755) < 0 && agt_error_make(err, errno, "mkdir '%s'", j->merged) < 0)) {
+      agt_error_wrap(err, "create the directories of jail '%s'", name);
+      goto fail_dir;
+    }
+    if (write_identity(j, err) < 0)
+      goto fail_dir;
   }
-  if (write_identity(j, err) < 0)
-    goto fail_dir;
   if (j->workspace_owned) {
     if (mkdir(j->workspace, 0755) < 0 && errno != EEXIST) {
       agt_error_make(err, errno, "mkdir '%s'", j->workspace);
@@ -442,8 +473,16 @@ int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_erro
       goto fail_dir;
     }
   }
-  if (agt_jail_save(j, err) < 0)
+  /* jail.run: the record says "starting" from its first write on, so that an agtd killed at
+   * any moment of the start reports the jail as ended with it (in memory the jail stays
+   * "created" until the start itself). */
+  if (for_run)
+    j->state = AGT_JAIL_STARTING;
+  if (agt_jail_save(j, err) < 0) {
+    j->state = AGT_JAIL_CREATED;
     goto fail_dir;
+  }
+  j->state = AGT_JAIL_CREATED;
   jail_link(d, j);
   *out = j;
   return 0;
@@ -452,8 +491,26 @@ fail_dir:
   agt_disk_jail_remove(&d->disk, j->dir, NULL);
   agt_rm_rf(j->dir, NULL);
 fail:
+  if (j->warm)
+    agt_warm_discard(d, j->warm, 1);
+  j->warm = NULL;
   agt_jail_free(j);
   return -1;
+}
+
+int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_error_t *err)
+{
+  return jail_create(d, params, 0, out, err);
+}
+
+int agt_jail_create_for_run(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_error_t *err)
+{
+  return jail_create(d, params, 1, out, err);
+}
+
+int agt_jail_write_identity(agt_jail_t *j, agt_error_t *err)
+{
+  return write_identity(j, err);
 }
 
 static size_t count_streams(agt_jail_t *j)

@@ -121,6 +121,8 @@ struct agt_jail_s {
   int attach_go_fd, attach_pidfd;
   agt_error_t attach_err;
   int freeing;
+  struct agt_warm_s *warm; /* a prepared jail this record took, until its start */
+  int started_warm;        /* the last start claimed a prepared jail */
 };
 typedef struct agt_jail_s agt_jail_t;
 
@@ -130,6 +132,8 @@ const char *agt_jail_state_name(enum agt_jail_state s);
 agt_jail_t *agt_jail_find(struct agtd_s *d, const char *name);
 /* Create a jail record from a jail.create request's params (validated here). */
 int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_error_t *err);
+/* The same for jail.run: the jail may take a prepared jail (jail_warm.c) and start faster. */
+int agt_jail_create_for_run(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_error_t *err);
 int agt_jail_save(agt_jail_t *j, agt_error_t *err);
 /* Load every record under <state>/jails; jails that were running when agtd went away are
  * marked exited (they died with it) and their cgroups removed. */
@@ -146,6 +150,24 @@ void agt_jail_free_now(agt_jail_t *j);
 
 /* Run (jail_spawn.c). */
 int agt_jail_start(agt_jail_t *j, agt_error_t *err);
+/* Shared with jail_warm.c: clone3 into new namespaces (and the cgroup of cgroup_fd, v2);
+ * the overlay's mount options for a jail directory; the record's run state and supervision
+ * once the init runs; the kernel's last capability; the PATH of an environment. */
+pid_t agt_jail_clone(int *pidfd, int new_netns, int cgroup_fd, int *attached);
+void agt_jail_overlay_opts(struct agtd_s *d, const char *lower, const char *dir, char *buf,
+                           size_t size);
+int agt_jail_begin_run(agt_jail_t *j, pid_t pid, int pidfd, int out_fd, int err_fd, int status_fd,
+                       agt_error_t *err);
+int agt_cap_last(void);
+/* Network mode allow: the proxy in the jail's namespace (netns, or pid's when -1). */
+int agt_jail_start_egress(agt_jail_t *j, int netns, pid_t pid, agt_error_t *err);
+/* Write the jail user's passwd, group and home into the upper layer. */
+int agt_jail_write_identity(agt_jail_t *j, agt_error_t *err);
+/* The jail user's /etc/passwd and /etc/group; newly allocated. */
+void agt_jail_identity(agt_jail_t *j, char **passwd, char **group);
+char *agt_identity_passwd(uid_t uid, gid_t gid);
+char *agt_identity_group(gid_t gid);
+const char *agt_env_path(char *const *env);
 /* SIGTERM to the agent, SIGKILL after grace_ms. */
 int agt_jail_stop(agt_jail_t *j, uint64_t grace_ms, agt_error_t *err);
 int agt_jail_kill(agt_jail_t *j, int sig, agt_error_t *err);

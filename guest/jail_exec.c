@@ -192,6 +192,7 @@ int agt_jail_exec(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, jso
       return agt_error_make(err, errno, "pipe");
     }
   memset(&plan, 0, sizeof plan);
+  plan.landlock_fd = -1;
   plan.cwd = "/work";
   plan.path = "/usr/local/bin:/usr/bin:/bin";
   for (i = 0; env[i]; i++)

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <termios.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -383,7 +384,8 @@ static void drop_privileges(const struct agt_spawn_plan *p)
  *   the pid namespace already keeps them inside the jail, and the scope would also stop a
  *   `jail exec` process (a Landlock domain of its own) from signalling the agent.
  * Without Landlock (older kernels, or not enabled at boot) this step is skipped. */
-static void restrict_with_landlock(const struct agt_spawn_plan *p)
+/* The jail's Landlock ruleset, ready to enforce; -1 where the kernel has no Landlock (ABI 2). */
+static int landlock_ruleset(int guest_netns)
 {
   struct {
     uint64_t handled_access_fs, handled_access_net, scoped;
@@ -393,11 +395,11 @@ static void restrict_with_landlock(const struct agt_spawn_plan *p)
   int ruleset, root;
 
   if (abi < 2)
-    return;
+    return -1;
   memset(&attr, 0, sizeof attr);
   attr.handled_access_fs =
       LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_REFER;
-  if (abi >= 6 && p->guest_netns)
+  if (abi >= 6 && guest_netns)
     attr.scoped = AGT_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET;
   /* Older kernels take the larger struct as long as the fields they do not know are zero. */
   ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
@@ -411,9 +413,19 @@ static void restrict_with_landlock(const struct agt_spawn_plan *p)
   beneath.parent_fd = root;
   if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &beneath, 0) < 0)
     fail("add the Landlock rule for /", "", errno);
+  close(root);
+  return ruleset;
+}
+
+/* Enforce the ruleset made ahead (a prepared jail's), or one made now. */
+static void restrict_with_landlock(const struct agt_spawn_plan *p)
+{
+  int ruleset = p->landlock_fd >= 0 ? p->landlock_fd : landlock_ruleset(p->guest_netns);
+
+  if (ruleset < 0)
+    return;
   if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
     fail("enforce the Landlock ruleset", "", errno);
-  close(root);
   close(ruleset);
 }
 
@@ -533,8 +545,15 @@ static void tidy_fds(const struct agt_spawn_plan *p)
 
 /* The last steps of both a jail's init and an exec: drop to the jail's user, Landlock and
  * seccomp, start the agent (or command) and stay as its init. */
+static int agent_main(void *p)
+{
+  exec_agent(p);
+}
+
 __attribute__((noreturn)) static void confine_and_run(const struct agt_spawn_plan *p)
 {
+  const size_t stack_size = 256 * 1024;
+  char *stack;
   pid_t pid;
 
   drop_privileges(p);
@@ -542,15 +561,138 @@ __attribute__((noreturn)) static void confine_and_run(const struct agt_spawn_pla
   restrict_with_landlock(p);
   if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, p->seccomp, 0, 0) < 0)
     fail("load the seccomp filter", "", errno);
-  pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+  /* The agent, as posix_spawn starts a program: sharing this process's memory on a stack of
+   * its own until its exec (this process waits meanwhile), so that the page tables of this
+   * agtd-sized process are neither copied for it nor torn down again by its exec. */
+  stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
+               -1, 0);
+  if (stack == MAP_FAILED)
+    fail("map the agent's stack", "", errno);
+  pid = clone(agent_main, stack + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, (void *)p);
   if (pid < 0)
-    fail("fork the agent", "", errno);
-  if (pid == 0)
-    exec_agent(p);
+    fail("start the agent", "", errno);
+  /* The agent has exec'd: the status pipe's EOF (this copy closed) tells agtd, first. */
   close(AGT_CHILD_STATUS_FD);
   close(AGT_CHILD_OUT_FD);
   close(AGT_CHILD_ERR_FD);
+  munmap(stack, stack_size);
   run_init(pid);
+}
+
+__attribute__((noreturn)) static void finish_start(const struct agt_spawn_plan *p);
+
+/* Write a whole small file in the jail's root (its /etc: the jail is not running yet). */
+static void write_small(const char *path, const char *text)
+{
+  size_t len = strlen(text), off = 0;
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+  if (fd < 0)
+    fail("write ", path, errno);
+  while (off < len) {
+    ssize_t n = write(fd, text + off, len - off);
+    if (n < 0)
+      fail("write ", path, errno);
+    off += (size_t)n;
+  }
+  close(fd);
+}
+
+/* The jail user's passwd, group and home, in the jail's root before it runs. */
+static void write_identity(const char *passwd, const char *group, uid_t uid, gid_t gid)
+{
+  write_small("/etc/passwd", passwd);
+  write_small("/etc/group", group);
+  if (mkdir("/home", 0755) < 0 && errno != EEXIST)
+    fail("mkdir /home", "", errno);
+  if ((mkdir("/home/agent", 0700) < 0 && errno != EEXIST) || lchown("/home/agent", uid, gid) < 0 ||
+      chmod("/home/agent", 0700) < 0)
+    fail("make /home/agent", "", errno);
+}
+
+/* A prepared jail's claim (struct agt_claim): wait for it, then do what cold starts do
+ * before the go byte with the request's values: the workspace, the hostname, /tmp's size,
+ * the jail user's passwd, group and home. */
+static void take_claim(struct agt_spawn_plan *q)
+{
+  size_t cap = sizeof(struct agt_claim) + AGT_CLAIM_MAX;
+  char *buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  union {
+    char b[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } u;
+  struct iovec iov = {.iov_base = buf, .iov_len = cap};
+  struct msghdr mh = {
+      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b};
+  struct cmsghdr *cm;
+  struct agt_claim c;
+  const char *s, *end, *str[6];
+  char **v;
+  ssize_t n;
+  int wsfd = -1;
+
+  if (buf == MAP_FAILED)
+    fail("map the claim buffer", "", errno);
+  do
+    n = recvmsg(AGT_CHILD_SYNC_FD, &mh, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (n <= 0)
+    _exit(126); /* agtd went away, or dropped this prepared jail */
+  for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+        cm->cmsg_len == CMSG_LEN(sizeof(int)))
+      memcpy(&wsfd, CMSG_DATA(cm), sizeof wsfd);
+  memcpy(&c, buf, sizeof c);
+  if ((size_t)n != sizeof c + c.len || c.len == 0 || buf[n - 1] != '\0' || wsfd < 0 ||
+      (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || c.argc == 0 || c.argc > 4096 || c.envc > 4096)
+    fail("read the claim", "", EPROTO);
+  v = mmap(NULL, (c.argc + c.envc + 2) * sizeof *v, PROT_READ | PROT_WRITE,
+           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (v == MAP_FAILED)
+    fail("map the claim's vectors", "", errno);
+  s = buf + sizeof c;
+  end = buf + n;
+  for (size_t i = 0; i < 6 + c.argc + c.envc; i++) {
+    if (s >= end)
+      fail("read the claim", "", EPROTO);
+    if (i < 6)
+      str[i] = s;
+    else if (i < 6 + c.argc)
+      v[i - 6] = (char *)s;
+    else
+      v[i - 6 + 1] = (char *)s; /* after argv's NULL */
+    s += strlen(s) + 1;
+  }
+  v[c.argc] = NULL;
+  v[c.argc + 1 + c.envc] = NULL;
+  q->hostname = str[0];
+  q->path = str[1];
+  q->cwd = str[2];
+  q->argv = v;
+  q->envp = v + c.argc + 1;
+  q->uid = c.uid;
+  q->gid = c.gid;
+  q->nofile = c.nofile;
+  q->rows = c.rows;
+  q->cols = c.cols;
+  if (!c.tty) {
+    close(AGT_CHILD_CONSOLE_FD);
+    q->fds[5] = -1;
+  }
+
+  /* The workspace: agtd opened it (openat2, no symlinks) and cloned its mount tree. */
+  if (move_mount(wsfd, "", AT_FDCWD, "/work", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    fail("mount the workspace on /work", "", errno);
+  close(wsfd);
+  if (mount(NULL, "/work", NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV, NULL) < 0)
+    fail("remount /work nosuid,nodev", "", errno);
+  if (sethostname(q->hostname, strlen(q->hostname)) < 0)
+    fail("sethostname", "", errno);
+  if (str[5][0] && mount(NULL, "/tmp", NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, str[5]) < 0)
+    fail("resize /tmp", "", errno);
+  /* "" when the prepared jail has them already (made for the same user) */
+  if (str[3][0])
+    write_identity(str[3], str[4], q->uid, q->gid);
 }
 
 void agt_jail_child(const struct agt_spawn_plan *p)
@@ -581,10 +723,15 @@ void agt_jail_child(const struct agt_spawn_plan *p)
   setup_dev(rootfd);
   setup_proc(rootfd);
   mount_in(rootfd, "/tmp", "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV, p->tmp_opts);
-  setup_workspace(rootfd, p);
-
-  if (sethostname(p->hostname, strlen(p->hostname)) < 0)
-    fail("sethostname", "", errno);
+  if (p->warm) {
+    /* the workspace's mount point, for the claim */
+    if (mkdirat(rootfd, "work", 0755) < 0 && errno != EEXIST)
+      fail("mkdir /work", "", errno);
+  } else {
+    setup_workspace(rootfd, p);
+    if (sethostname(p->hostname, strlen(p->hostname)) < 0)
+      fail("sethostname", "", errno);
+  }
   if (p->fds[4] < 0)
     loopback_up();
 
@@ -609,11 +756,30 @@ void agt_jail_child(const struct agt_spawn_plan *p)
   dup2(nul, 2);
   close(nul);
 
+  if (p->warm) {
+    /* The user of the last jail.run, most likely this one's too (the claim rewrites the
+     * files otherwise); then ready: the rest comes with the request. */
+    if (p->passwd)
+      write_identity(p->passwd, p->group, p->uid, p->gid);
+    struct agt_spawn_plan q = *p;
+    q.landlock_fd = landlock_ruleset(0); /* a prepared jail never shares the guest's network */
+    /* agtd hands out only a prepared jail that said so: its directory may be renamed now */
+    if (send(AGT_CHILD_SYNC_FD, "r", 1, MSG_NOSIGNAL) != 1)
+      _exit(126);
+    take_claim(&q);
+    finish_start(&q);
+  }
   /* The parent moves us into the jail's cgroup while we build the root (a cgroup v1
    * migration costs milliseconds); wait for it before anything runs in the jail.  The cgroup
    * namespace is made after the move, so the jail's cgroup is its root. */
   if (read(AGT_CHILD_SYNC_FD, buf, 1) != 1)
     _exit(126); /* the daemon went away before saying go */
+  finish_start(p);
+}
+
+/* After the go (or the claim): the jail's own cgroup namespace, its terminal, then the agent. */
+__attribute__((noreturn)) static void finish_start(const struct agt_spawn_plan *p)
+{
   close(AGT_CHILD_SYNC_FD);
   if (unshare(CLONE_NEWCGROUP) < 0)
     fail("unshare cgroup namespace", "", errno);

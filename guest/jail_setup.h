@@ -29,7 +29,26 @@ struct agt_setup_error {
   char step[252];
 };
 
+/* A prepared jail (jail_warm.c) is built up to the point where its request matters, then
+ * says it is ready (one byte "r") and waits on its control socket (at AGT_CHILD_SYNC_FD) for
+ * the claim: this header, then the
+ * strings (each NUL-terminated) hostname, PATH, cwd, passwd, group, /tmp's remount options
+ * ("" to keep its size), argv[argc], env[envc]; with the workspace's detached mount
+ * (open_tree) as SCM_RIGHTS. */
+struct agt_claim {
+  uint32_t uid, gid;
+  uint64_t nofile;
+  uint16_t rows, cols;
+  uint32_t tty; /* 1: the agent gets a terminal (the console socket is used) */
+  uint32_t argc, envc;
+  uint32_t len; /* bytes of the strings after the header */
+};
+#define AGT_CLAIM_MAX (192u * 1024)
+
 struct agt_spawn_plan {
+  int warm; /* a prepared jail: no workspace or hostname yet, it waits for its claim */
+  const char *passwd, *group; /* a prepared jail: for uid and gid, the likely jail user */
+  int landlock_fd;            /* a Landlock ruleset made ahead, or -1 (made at the end) */
   const char *hostname;
   char overlay_opts[3 * AGT_PLAN_PATH + 64];
   const char *jail_dir;  /* the overlay options are relative to it */

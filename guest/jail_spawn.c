@@ -15,9 +15,10 @@
 #include "daemon.h"
 #include "jail.h"
 #include "jail_setup.h"
+#include "jail_warm.h"
 #include "xalloc.h"
 
-static int cap_last(void)
+int agt_cap_last(void)
 {
   static int cached = -1;
   FILE *f;
@@ -34,7 +35,7 @@ static int cap_last(void)
   return cached;
 }
 
-static const char *env_path(char *const *env)
+const char *agt_env_path(char *const *env)
 {
   for (char *const *e = env; e && *e; e++)
     if (strncmp(*e, "PATH=", 5) == 0)
@@ -54,7 +55,7 @@ static void close_all(int *fds, int n)
 /* clone3 into the jail's namespaces.  With cgroup v2 the child is born in its cgroup
  * (CLONE_INTO_CGROUP): no migration, and nothing runs outside the jail's limits even for a
  * moment.  *attached says whether that happened. */
-static pid_t clone_jail(int *pidfd, int new_netns, int cgroup_fd, int *attached)
+pid_t agt_jail_clone(int *pidfd, int new_netns, int cgroup_fd, int *attached)
 {
   struct clone_args args;
   pid_t pid;
@@ -119,7 +120,7 @@ static void attach_done_cb(uv_work_t *w, int status)
 }
 
 /* The proxy listens inside the jail's network namespace; agtd serves it from outside. */
-static int start_egress(agt_jail_t *j, int netns, pid_t pid, agt_error_t *err)
+int agt_jail_start_egress(agt_jail_t *j, int netns, pid_t pid, agt_error_t *err)
 {
   int fd = netns, lfd;
 
@@ -139,6 +140,46 @@ static int start_egress(agt_jail_t *j, int netns, pid_t pid, agt_error_t *err)
   return j->egress ? 0 : -1;
 }
 
+/* Paths relative to the jail's directory (the child mounts from there), so the jail's mount
+ * table does not spell out where the guest keeps its rootfs store. */
+void agt_jail_overlay_opts(struct agtd_s *d, const char *lower, const char *dir, char *buf,
+                           size_t size)
+{
+  size_t n = strlen(d->rootfs_dir);
+
+  if (strncmp(lower, d->rootfs_dir, n) == 0 && lower[n] == '/' &&
+      strncmp(dir, d->jails_dir, strlen(d->jails_dir)) == 0 &&
+      strcmp(d->jails_dir + strlen(d->cfg.state_dir), "/jails") == 0 &&
+      strcmp(d->rootfs_dir + strlen(d->cfg.state_dir), "/rootfs") == 0)
+    snprintf(buf, size, "lowerdir=../../rootfs%s,upperdir=rw/upper,workdir=rw/work", lower + n);
+  else
+    snprintf(buf, size, "lowerdir=%s,upperdir=%s/rw/upper,workdir=%s/rw/work", lower, dir, dir);
+}
+
+/* The jail runs (its init is pid): the record's run state, then supervision of its pipes. */
+int agt_jail_begin_run(agt_jail_t *j, pid_t pid, int pidfd, int out_fd, int err_fd, int status_fd,
+                       agt_error_t *err)
+{
+  j->pid = pid;
+  j->pidfd = pidfd;
+  j->state = AGT_JAIL_STARTING;
+  j->started = time(NULL);
+  j->finished = 0;
+  j->exit_code = 0;
+  j->exit_signal = 0;
+  free(j->exit_reason);
+  j->exit_reason = NULL;
+  j->runs++;
+  j->status_len = 0;
+  j->exited_seen = 0;
+  if (agt_jail_supervise(j, out_fd, err_fd, status_fd, err) < 0) {
+    /* cannot watch it: kill it rather than leave it unsupervised */
+    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    return -1;
+  }
+  return 0;
+}
+
 int agt_jail_start(agt_jail_t *j, agt_error_t *err)
 {
   struct agt_spawn_plan plan;
@@ -154,39 +195,35 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
                           agt_jail_state_name(j->state));
   if (j->handles_open > 0 || j->cgroup_pending)
     return agt_error_kind(err, AGT_E_BUSY, "jail '%s' is still cleaning up its last run", j->name);
+  j->started_warm = 0;
+  if (j->warm) {
+    int r = agt_warm_start(j, err);
+    if (r <= 0)
+      return r;
+    /* the prepared jail was gone: a cold start in the directory it left */
+    if (agt_jail_write_identity(j, err) < 0)
+      return -1;
+  }
   if (agt_cgroup_create(&j->d->cgroup, j->name, &j->limits.cg, err) < 0)
     return -1;
 
   memset(&plan, 0, sizeof plan);
+  plan.landlock_fd = -1;
   plan.hostname = j->name;
-  /* Paths relative to the jail's directory (the child mounts from there), so the jail's
-   * mount table does not spell out where the guest keeps its rootfs store. */
-  {
-    size_t n = strlen(j->d->rootfs_dir);
-    const char *lower = j->rootfs_path;
-    if (strncmp(lower, j->d->rootfs_dir, n) == 0 && lower[n] == '/' &&
-        strncmp(j->dir, j->d->jails_dir, strlen(j->d->jails_dir)) == 0 &&
-        strcmp(j->d->jails_dir + strlen(j->d->cfg.state_dir), "/jails") == 0 &&
-        strcmp(j->d->rootfs_dir + strlen(j->d->cfg.state_dir), "/rootfs") == 0)
-      snprintf(plan.overlay_opts, sizeof plan.overlay_opts,
-               "lowerdir=../../rootfs%s,upperdir=rw/upper,workdir=rw/work", lower + n);
-    else
-      snprintf(plan.overlay_opts, sizeof plan.overlay_opts, "lowerdir=%s,upperdir=%s,workdir=%s",
-               lower, j->upper, j->work);
-  }
+  agt_jail_overlay_opts(j->d, j->rootfs_path, j->dir, plan.overlay_opts, sizeof plan.overlay_opts);
   plan.jail_dir = j->dir;
   plan.merged = j->merged;
   plan.workspace = j->workspace;
   snprintf(plan.tmp_opts, sizeof plan.tmp_opts, "mode=1777,size=%llu",
            (unsigned long long)j->limits.tmp_bytes);
   plan.cwd = "/work";
-  plan.path = env_path(j->env);
+  plan.path = agt_env_path(j->env);
   plan.argv = j->argv;
   plan.envp = j->env;
   plan.uid = j->uid;
   plan.gid = j->gid;
   plan.nofile = j->limits.nofile;
-  plan.cap_last = cap_last();
+  plan.cap_last = agt_cap_last();
   plan.seccomp = &j->d->seccomp.prog;
 
   for (int i = 0; i < 8; i += 2) {
@@ -215,7 +252,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
 
   j->start_request_ns = j->start_request_ns ? j->start_request_ns : agt_now_ns();
   cgroup_fd = agt_cgroup_open(&j->d->cgroup, j->name);
-  pid = clone_jail(&pidfd, netns < 0 && j->net.mode != AGT_NET_OPEN, cgroup_fd, &attached);
+  pid = agt_jail_clone(&pidfd, netns < 0 && j->net.mode != AGT_NET_OPEN, cgroup_fd, &attached);
   if (cgroup_fd >= 0)
     close(cgroup_fd);
   if (pid < 0) {
@@ -248,7 +285,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
     agt_error_wrap(err, "start jail '%s'", j->name);
     close(fds[1]);
-  } else if (j->net.mode == AGT_NET_ALLOW && start_egress(j, netns, pid, err) < 0) {
+  } else if (j->net.mode == AGT_NET_ALLOW && agt_jail_start_egress(j, netns, pid, err) < 0) {
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
     agt_error_wrap(err, "start jail '%s'", j->name);
     close(fds[1]);
@@ -271,23 +308,8 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
     close(netns);
   netns = -1;
 
-  j->pid = pid;
-  j->pidfd = pidfd;
-  j->state = AGT_JAIL_STARTING;
-  j->started = time(NULL);
-  j->finished = 0;
-  j->exit_code = 0;
-  j->exit_signal = 0;
-  free(j->exit_reason);
-  j->exit_reason = NULL;
-  j->runs++;
-  j->status_len = 0;
-  j->exited_seen = 0;
-  if (agt_jail_supervise(j, fds[4], fds[6], fds[2], err) < 0) {
-    /* cannot watch it: kill it rather than leave it unsupervised */
-    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+  if (agt_jail_begin_run(j, pid, pidfd, fds[4], fds[6], fds[2], err) < 0)
     return -1;
-  }
   return *err ? -1 : 0;
 
 fail:

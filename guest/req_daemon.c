@@ -35,6 +35,10 @@ int agt_req_daemon_status(agt_req_t *req, json_t **result, agt_error_t *err)
                       (json_int_t)(time(NULL) - d->started), "cgroup_version", d->cgroup.version,
                       "jails", (json_int_t)d->njails, "running", (json_int_t)running, "clients",
                       (json_int_t)d->nclients, "state_dir", d->cfg.state_dir);
+  json_object_set_new(*result, "warm",
+                      json_pack("{s:b, s:I, s:I, s:s?}", "enabled", d->warm.enabled, "ready",
+                                (json_int_t)agt_warm_ready(d), "target", (json_int_t)d->warm.target,
+                                "rootfs", d->warm.rootfs_id));
   /* Where the jails' writable layers are and whether each has a disk limit. */
   if (d->disk.enabled)
     json_object_set_new(

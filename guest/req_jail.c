@@ -54,7 +54,7 @@ int agt_req_jail_run(agt_req_t *req, json_t **result, agt_error_t *err)
   int r;
 
   (void)result;
-  if (agt_jail_create(req->d, req->params, &j, err) < 0)
+  if (agt_jail_create_for_run(req->d, req->params, &j, err) < 0)
     return -1;
   j->rm_if_no_start = 1; /* a jail that cannot start is not left behind */
   r = start_and_wait(req, j, t0, err);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "jail.h"
+#include "jail_warm.h"
 #include "names.h"
 #include "rootfs/rootfs.h"
 #include "server.h"
@@ -37,6 +38,7 @@ static void build_done(uv_work_t *w, int status)
 
   (void)status;
   b->d->pending_builds--;
+  agtd_rootfs_changed(b->d);
   if (b->err) {
     agtd_log("rootfs build of '%s' failed: %s", b->manifest, b->err->msg);
     agt_pending_answer(&b->waiters, NULL, b->err);
@@ -111,7 +113,7 @@ int agt_req_rootfs_rm(agt_req_t *req, json_t **result, agt_error_t *err)
 
   if (agt_param_str(req->params, "ref", 1, &ref, err) < 0)
     return -1;
-  if (agt_rootfs_resolve(req->d->rootfs_dir, ref, &info, err) < 0)
+  if (agtd_rootfs_resolve(req->d, ref, &info, err) < 0)
     return -1;
   id = json_string_value(json_object_get(info, "id"));
   for (agt_jail_t *j = req->d->jails; j; j = j->next)
@@ -123,6 +125,8 @@ int agt_req_rootfs_rm(agt_req_t *req, json_t **result, agt_error_t *err)
     json_decref(info);
     return -1;
   }
+  agt_warm_drain(req->d, id); /* prepared jails on it go first */
+  agtd_rootfs_changed(req->d);
   if (agt_rootfs_remove(req->d->rootfs_dir, id, err) < 0) {
     json_decref(info);
     return -1;

@@ -283,6 +283,9 @@ static void status_eof(agt_jail_t *j)
     if (j->start_request_ns)
       json_object_set_new(info, "start_ms",
                           json_real((double)(j->exec_ns - j->start_request_ns) / 1e6));
+    json_object_set_new(info, "warm", json_boolean(j->started_warm));
+    if (j->started_warm)
+      agt_warm_refill(j->d);
     agt_pending_answer(&j->start_waiters, info, NULL);
     json_decref(info);
   }

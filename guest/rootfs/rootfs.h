@@ -45,6 +45,9 @@ int agt_rootfs_list(const char *store_dir, json_t **list, agt_error_t *err);
  * newest build of that name).  AGT_E_NOTFOUND when nothing matches, AGT_E_INVALID when a
  * prefix is ambiguous. */
 int agt_rootfs_resolve(const char *store_dir, const char *ref, json_t **info, agt_error_t *err);
+/* The same in a list agt_rootfs_list made (store_dir for errors only). */
+int agt_rootfs_resolve_in(json_t *list, const char *store_dir, const char *ref, json_t **info,
+                          agt_error_t *err);
 
 /* Delete a build by exact id.  The caller has already checked that no jail uses it. */
 int agt_rootfs_remove(const char *store_dir, const char *id, agt_error_t *err);

@@ -1496,7 +1496,21 @@ int agt_rootfs_list(const char *store_dir, json_t **list, agt_error_t *err)
 
 int agt_rootfs_resolve(const char *store_dir, const char *ref, json_t **info, agt_error_t *err)
 {
-  json_t *list = NULL, *it, *best = NULL;
+  json_t *list = NULL;
+  int r;
+
+  *info = NULL;
+  if (agt_rootfs_list(store_dir, &list, err) < 0)
+    return -1;
+  r = agt_rootfs_resolve_in(list, store_dir, ref, info, err);
+  json_decref(list);
+  return r;
+}
+
+int agt_rootfs_resolve_in(json_t *list, const char *store_dir, const char *ref, json_t **info,
+                          agt_error_t *err)
+{
+  json_t *it, *best = NULL;
   size_t i, nprefix = 0;
   cleanup_free char *ids = xstrdup("");
 
@@ -1505,8 +1519,6 @@ int agt_rootfs_resolve(const char *store_dir, const char *ref, json_t **info, ag
     return agt_error_kind(err, AGT_E_INVALID, "empty rootfs reference");
   if (strlen(ref) > 64 || strchr(ref, '/'))
     return agt_error_kind(err, AGT_E_INVALID, "'%.64s' is not a rootfs id or name", ref);
-  if (agt_rootfs_list(store_dir, &list, err) < 0)
-    return -1;
 
   if (is_hex(ref, 6, 64)) {
     json_array_foreach(list, i, it)
@@ -1520,10 +1532,8 @@ int agt_rootfs_resolve(const char *store_dir, const char *ref, json_t **info, ag
           best = it;
       }
     }
-    if (nprefix > 1) {
-      json_decref(list);
+    if (nprefix > 1)
       return agt_error_kind(err, AGT_E_INVALID, "rootfs id prefix '%s' is ambiguous: %s", ref, ids);
-    }
   }
   if (best == NULL) {
     /* newest build of that name: the list is newest first */
@@ -1531,12 +1541,9 @@ int agt_rootfs_resolve(const char *store_dir, const char *ref, json_t **info, ag
       if (info_has_name(json_array_get(list, i), ref))
         best = json_array_get(list, i);
   }
-  if (best == NULL) {
-    json_decref(list);
+  if (best == NULL)
     return agt_error_kind(err, AGT_E_NOTFOUND, "no rootfs '%s' in '%s'", ref, store_dir);
-  }
   *info = json_incref(best);
-  json_decref(list);
   return 0;
 }
 

@@ -103,16 +103,17 @@ leftovers() {
   grep " $T/" /proc/self/mountinfo | grep -vc " $STATE/jails "
 }
 
-# Processes in this test's cgroups.
+# Processes in this test's jails' cgroups (not in agtd's prepared jails, w-*).
 jail_procs() {
-  grep -l "/$CG/" /proc/[0-9]*/cgroup 2>/dev/null | wc -l
+  grep -l "/$CG/" /proc/[0-9]*/cgroup 2>/dev/null | xargs -r grep -L "/$CG/w-" 2>/dev/null |
+    wc -l
 }
 
 cgroup_dirs() {
   local n=0 d
   for d in /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG"; do
     [ -d "$d" ] || continue
-    n=$((n + $(find "$d" -mindepth 1 -type d | wc -l)))
+    n=$((n + $(find "$d" -mindepth 1 -type d ! -name 'w-*' | wc -l)))
   done
   echo "$n"
 }

@@ -130,5 +130,8 @@ ctl jail rm q >/dev/null
 is "removing the jail removes its subvolume" "$(ls "$STATE/jails" | wc -l)" 0
 agtd_stop
 is "agtd unmounts the jails' disk when it stops" "$(grep -c " $T/" /proc/self/mountinfo)" 0
+is "and leaves no cgroup, its prepared jails' neither" \
+  "$(find /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG" -mindepth 1 -type d 2>/dev/null | wc -l)" 0
 agtd_start
 like "agtd mounts the same disk again at its next start" "$(ctl status)" '"limits": true'
+is "with no prepared jail left on it" "$(ls -A "$STATE/jails" | grep -c '^\.w-')" 0

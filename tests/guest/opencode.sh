@@ -42,7 +42,7 @@ like "its home is the jail user's" "$logs" "\"home\":\"/home/agent\""
 # command is serve on the jail's 127.0.0.1:4096); wait for its "listening" line first.
 ctl jail run --name fwd --rootfs "$ROOT" --agent opencode >/dev/null
 for _ in $(seq 1 150); do ctl jail logs fwd | grep -q "listening on" && break; sleep 0.2; done
-ctl jail port fwd 4096 0 >"$T/port.out" 2>&1 &
+"$AGTD" ctl -s "$SOCK" jail port fwd 4096 0 >"$T/port.out" 2>&1 &
 porter=$!
 for _ in $(seq 1 50); do grep -q forwarding "$T/port.out" && break; sleep 0.1; done
 lport=$(sed -n 's/^forwarding 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/port.out")

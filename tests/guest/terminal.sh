@@ -91,7 +91,7 @@ is "exec processes are counted in the jail's cgroup" \
 
 # port: a server on the jail's loopback reached from this machine's loopback
 ctl jail run --name web --rootfs "$R" -- /bin/sh -c 'echo served-from-the-jail > /work/index.html; exec httpd -f -p 127.0.0.1:8080 -h /work' >/dev/null
-ctl jail port web 8080 0 >"$T/port.out" 2>&1 &
+"$AGTD" ctl -s "$SOCK" jail port web 8080 0 >"$T/port.out" 2>&1 &
 porter=$!
 for _ in $(seq 1 50); do grep -q forwarding "$T/port.out" && break; sleep 0.1; done
 lport=$(sed -n 's/^forwarding 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/port.out")
@@ -102,7 +102,7 @@ out=$(curl -s -m 2 "http://127.0.0.1:$lport/index.html"; curl -s -m 2 "http://12
 is "again, for each new connection" "$(printf '%s\n' "$out" | grep -c served-from-the-jail)" 2
 check "only this machine's loopback listens" test -n "$(ss -ltn | grep "127.0.0.1:$lport ")"
 kill $porter 2>/dev/null
-ctl jail port web 9 0 >"$T/port2.out" 2>&1 &
+"$AGTD" ctl -s "$SOCK" jail port web 9 0 >"$T/port2.out" 2>&1 &
 porter=$!
 sleep 0.5
 lport=$(sed -n 's/^forwarding 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/port2.out")

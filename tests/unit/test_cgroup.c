@@ -144,6 +144,78 @@ static void test_v1_limits(void **state)
   agt_cgroup_root_release(&r);
 }
 
+/* A prepared jail's cgroups become the jail's: renamed, limits written only when they differ
+ * from the ones the prepared jail got. */
+static void test_v1_adopt(void **state)
+{
+  struct agt_cgroup_root r;
+  struct agt_cgroup_limits have = {.memory_bytes = 2u << 30, .pids = 512, .cpu_millis = 1000};
+  struct agt_cgroup_limits other = {.memory_bytes = 100 << 20, .pids = 50, .cpu_millis = 1000};
+  static const char *const ctl[3] = {"memory", "pids", "cpu"};
+  static const char *const file[3] = {"memory.limit_in_bytes", "pids.max", "cpu.cfs_quota_us"};
+  agt_error_t err = NULL;
+  char rel[128];
+  struct stat st;
+
+  (void)state;
+  mk("memory");
+  mk("pids");
+  mk("cpu");
+  assert_int_equal(agt_cgroup_root_init_at(&r, "agt", root, 1, &err), 0);
+  for (int round = 0; round < 2; round++) {
+    const char *w = round == 0 ? "w-1" : "w-2", *j = round == 0 ? "j1" : "j2";
+    snprintf(rel, sizeof rel, "memory/agt/%s", w);
+    mk(rel);
+    snprintf(rel, sizeof rel, "pids/agt/%s", w);
+    mk(rel);
+    snprintf(rel, sizeof rel, "cpu/agt/%s", w);
+    mk(rel);
+    for (int i = 0; i < 3; i++) {
+      snprintf(rel, sizeof rel, "%s/agt/%s/%s", ctl[i], w, file[i]);
+      put(rel, "untouched");
+    }
+    snprintf(rel, sizeof rel, "cpu/agt/%s/cpu.cfs_period_us", w);
+    put(rel, "untouched");
+    assert_int_equal(agt_cgroup_adopt(&r, w, j, 1234, round == 0 ? &have : &other, &have, &err), 0);
+    snprintf(rel, sizeof rel, "%s/memory/agt/%s", root, w);
+    assert_int_equal(stat(rel, &st), -1); /* renamed away */
+    snprintf(rel, sizeof rel, "memory/agt/%s/%s", j, file[0]);
+    assert_string_equal(get(rel), round == 0 ? "untouched" : "104857600");
+    snprintf(rel, sizeof rel, "pids/agt/%s/%s", j, file[1]);
+    assert_string_equal(get(rel), round == 0 ? "untouched" : "50");
+  }
+  agt_cgroup_root_release(&r);
+}
+
+static void test_v2_adopt(void **state)
+{
+  struct agt_cgroup_root r;
+  struct agt_cgroup_limits l = {.memory_bytes = 64 << 20, .pids = 10, .cpu_millis = 0};
+  agt_error_t err = NULL;
+  char path[512];
+  struct stat st;
+
+  (void)state;
+  put("cgroup.subtree_control", "cpu memory pids\n");
+  mk("agt");
+  put("agt/cgroup.subtree_control", "cpu memory pids\n");
+  assert_int_equal(agt_cgroup_root_init_at(&r, "agt", root, 2, &err), 0);
+  mk("agt/w-1"); /* the prepared jail's (empty here, so it can be removed) */
+  mk("agt/j");
+  put("agt/j/memory.max", "");
+  put("agt/j/memory.swap.max", "");
+  put("agt/j/pids.max", "");
+  put("agt/j/cpu.max", "");
+  put("agt/j/cgroup.procs", "");
+  assert_int_equal(agt_cgroup_adopt(&r, "w-1", "j", 4321, &l, &l, &err), 0);
+  assert_string_equal(get("agt/j/memory.max"), "67108864");
+  assert_string_equal(get("agt/j/pids.max"), "10");
+  assert_string_equal(get("agt/j/cgroup.procs"), "4321"); /* moved: v2 cannot rename */
+  snprintf(path, sizeof path, "%s/agt/w-1", root);
+  assert_int_equal(stat(path, &st), -1);
+  agt_cgroup_root_release(&r);
+}
+
 static void test_v1_missing_controller(void **state)
 {
   struct agt_cgroup_root r;
@@ -164,6 +236,8 @@ int main(void)
       cmocka_unit_test_setup_teardown(test_v2_missing_controller_is_enabled, setup, teardown),
       cmocka_unit_test_setup_teardown(test_v1_limits, setup, teardown),
       cmocka_unit_test_setup_teardown(test_v1_missing_controller, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_v1_adopt, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_v2_adopt, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

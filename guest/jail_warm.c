@@ -1,0 +1,550 @@
+/* Prepared jails (jail_warm.h). */
+#include "jail_warm.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "daemon.h"
+#include "fsutil.h"
+#include "jail.h"
+#include "jail_setup.h"
+#include "xalloc.h"
+
+#define FILL_INTERVAL_MS 1
+/* After a take, the pool is filled again once the start it served is over (supervise.c
+ * calls agt_warm_refill when the agent runs), so that building the next prepared jail does
+ * not compete with that start for the CPU; this is the fallback. */
+#define REFILL_LATER_MS 100
+
+static void warm_free(struct agt_warm_s *w)
+{
+  int *fds[] = {&w->pidfd, &w->ctl_fd, &w->status_fd, &w->out_fd, &w->err_fd, &w->console_fd};
+
+  for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+    if (*fds[i] >= 0)
+      close(*fds[i]);
+  free(w->name);
+  free(w->dir);
+  free(w->rootfs_id);
+  free(w);
+}
+
+/* The cgroup of a prepared jail is gone once its processes are: retry a little. */
+static void destroy_cgroup(struct agtd_s *d, const char *name)
+{
+  agt_error_t e = NULL;
+
+  for (int i = 0; i < 200; i++) {
+    if (agt_cgroup_destroy(&d->cgroup, name, &e) == 0)
+      return;
+    if (e->kind != AGT_E_BUSY)
+      break;
+    agt_error_release(&e);
+    usleep(1000);
+  }
+  if (e) {
+    agtd_log("prepared jail %s: %s", name, e->msg);
+    agt_error_release(&e);
+  }
+}
+
+void agt_warm_discard(struct agtd_s *d, struct agt_warm_s *w, int dir_taken)
+{
+  if (w->pidfd >= 0) {
+    syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
+    while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+      ;
+  }
+  destroy_cgroup(d, w->name);
+  if (!dir_taken && w->dir) {
+    agt_disk_jail_remove(&d->disk, w->dir, NULL);
+    agt_rm_rf(w->dir, NULL);
+  }
+  warm_free(w);
+}
+
+void agt_warm_drain(struct agtd_s *d, const char *rootfs_id)
+{
+  struct agt_warm_s **p = &d->warm.list;
+
+  if (rootfs_id && d->warm.rootfs_id && strcmp(rootfs_id, d->warm.rootfs_id) == 0) {
+    /* that rootfs goes away: none are made of it any more */
+    free(d->warm.rootfs_id);
+    free(d->warm.rootfs_path);
+    d->warm.rootfs_id = d->warm.rootfs_path = NULL;
+  }
+  while (*p) {
+    struct agt_warm_s *w = *p;
+    if (rootfs_id && strcmp(w->rootfs_id, rootfs_id) != 0) {
+      p = &w->next;
+      continue;
+    }
+    *p = w->next;
+    d->warm.n--;
+    agt_warm_discard(d, w, 0);
+  }
+}
+
+/* Discard the prepared jails that died (killed, or their setup failed): the pool makes new
+ * ones. */
+static void sweep_dead(struct agtd_s *d)
+{
+  struct agt_warm_s **p = &d->warm.list;
+
+  while (*p) {
+    struct agt_warm_s *w = *p;
+    struct pollfd pfd = {.fd = w->pidfd, .events = POLLIN};
+
+    if (poll(&pfd, 1, 0) == 0) {
+      p = &w->next;
+      continue;
+    }
+    *p = w->next;
+    d->warm.n--;
+    agt_warm_discard(d, w, 0);
+  }
+}
+
+static int pipe_pair(int fds[2], agt_error_t *err)
+{
+  if (pipe2(fds, O_CLOEXEC) < 0)
+    return agt_error_make(err, errno, "pipe");
+  return 0;
+}
+
+/* Build one prepared jail on the pool's rootfs. */
+static int fill_one(struct agtd_s *d, agt_error_t *err)
+{
+  struct agt_warm_s *w = xzalloc(sizeof *w);
+  struct agt_spawn_plan plan;
+  int status[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
+  int ctl[2] = {-1, -1}, console[2] = {-1, -1};
+  int netns = -1, cgroup_fd, attached = 0, cgroup_made = 0;
+  cleanup_free char *merged = NULL;
+  cleanup_free char *passwd = NULL;
+  cleanup_free char *group = NULL;
+  unsigned char rnd[8];
+  pid_t pid;
+
+  w->pidfd = w->ctl_fd = w->status_fd = w->out_fd = w->err_fd = w->console_fd = -1;
+  if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
+    agt_error_make(err, errno, "getrandom");
+    goto fail;
+  }
+  w->name = xasprintf("w-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
+                      rnd[5], rnd[6], rnd[7]);
+  w->dir = xasprintf("%s/.%s", d->jails_dir, w->name);
+  w->rootfs_id = xstrdup(d->warm.rootfs_id);
+  w->tmp_bytes = AGT_JAIL_DEFAULT_TMP;
+  merged = xasprintf("%s/root", w->dir);
+  if (mkdir(w->dir, 0700) < 0) {
+    agt_error_make(err, errno, "mkdir '%s'", w->dir);
+    goto fail_nodir;
+  }
+  if (agt_disk_jail_create(&d->disk, w->dir, 0, err) < 0)
+    goto fail;
+  if (mkdir(merged, 0755) < 0) {
+    agt_error_make(err, errno, "mkdir '%s'", merged);
+    goto fail;
+  }
+  w->limits.memory_bytes = AGT_JAIL_DEFAULT_MEMORY;
+  w->limits.pids = AGT_JAIL_DEFAULT_PIDS;
+  w->limits.cpu_millis = AGT_JAIL_DEFAULT_CPU;
+  if (agt_cgroup_create(&d->cgroup, w->name, &w->limits, err) < 0)
+    goto fail;
+  cgroup_made = 1;
+  if (pipe_pair(status, err) < 0 || pipe_pair(out, err) < 0 || pipe_pair(errp, err) < 0)
+    goto fail;
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0 ||
+      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, console) < 0) {
+    agt_error_make(err, errno, "socketpair");
+    goto fail;
+  }
+  {
+    int sz = (int)(AGT_CLAIM_MAX + 4096);
+    setsockopt(ctl[0], SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof sz);
+    setsockopt(ctl[1], SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof sz);
+  }
+
+  memset(&plan, 0, sizeof plan);
+  plan.landlock_fd = -1;
+  plan.warm = 1;
+  agt_jail_overlay_opts(d, d->warm.rootfs_path, w->dir, plan.overlay_opts,
+                        sizeof plan.overlay_opts);
+  plan.jail_dir = w->dir;
+  plan.merged = merged;
+  snprintf(plan.tmp_opts, sizeof plan.tmp_opts, "mode=1777,size=%llu",
+           (unsigned long long)w->tmp_bytes);
+  plan.cap_last = agt_cap_last();
+  plan.seccomp = &d->seccomp.prog;
+  if (d->warm.uid) {
+    w->uid = plan.uid = d->warm.uid;
+    w->gid = plan.gid = d->warm.gid;
+    plan.passwd = passwd = agt_identity_passwd(w->uid, w->gid);
+    plan.group = group = agt_identity_group(w->gid);
+  }
+  netns = agt_netns_pool_take(&d->netns);
+  plan.fds[0] = ctl[1];
+  plan.fds[1] = status[1];
+  plan.fds[2] = out[1];
+  plan.fds[3] = errp[1];
+  plan.fds[4] = netns;
+  plan.fds[5] = console[1];
+
+  cgroup_fd = agt_cgroup_open(&d->cgroup, w->name);
+  pid = agt_jail_clone(&w->pidfd, netns < 0, cgroup_fd, &attached);
+  if (cgroup_fd >= 0)
+    close(cgroup_fd);
+  if (pid < 0) {
+    agt_error_make(err, errno, "clone a prepared jail");
+    goto fail;
+  }
+  if (pid == 0)
+    agt_jail_child(&plan);
+  w->pid = pid;
+  close(ctl[1]);
+  close(status[1]);
+  close(out[1]);
+  close(errp[1]);
+  close(console[1]);
+  if (netns >= 0)
+    close(netns);
+  w->ctl_fd = ctl[0];
+  w->status_fd = status[0];
+  w->out_fd = out[0];
+  w->err_fd = errp[0];
+  w->console_fd = console[0];
+  if (!attached && agt_cgroup_attach(&d->cgroup, w->name, pid, err) < 0) {
+    agt_warm_discard(d, w, 0);
+    return -1;
+  }
+  w->next = d->warm.list;
+  d->warm.list = w;
+  d->warm.n++;
+  return 0;
+
+fail:
+  agt_disk_jail_remove(&d->disk, w->dir, NULL);
+  agt_rm_rf(w->dir, NULL);
+fail_nodir:
+  if (cgroup_made)
+    destroy_cgroup(d, w->name);
+  {
+    int *all[] = {status, out, errp, ctl, console};
+    for (size_t i = 0; i < 5; i++)
+      for (int k = 0; k < 2; k++)
+        if (all[i][k] >= 0)
+          close(all[i][k]);
+  }
+  if (netns >= 0)
+    close(netns);
+  warm_free(w);
+  return -1;
+}
+
+static void fill_cb(uv_timer_t *t)
+{
+  struct agtd_s *d = t->data;
+  agt_error_t err = NULL;
+
+  if (d->shutting_down || !d->warm.enabled || !d->warm.rootfs_id)
+    return;
+  sweep_dead(d);
+  if (d->warm.n >= d->warm.target)
+    return;
+  if (fill_one(d, &err) < 0) {
+    /* Say it once; keep trying now and then (the disk may be full, the netns pool dry). */
+    if (d->warm.failures++ == 0)
+      agtd_log("prepared jails: %s", err->msg);
+    agt_error_release(&err);
+    uv_timer_start(&d->warm.timer, fill_cb, 1000, 0);
+    return;
+  }
+  d->warm.failures = 0;
+  if (d->warm.n < d->warm.target)
+    uv_timer_start(&d->warm.timer, fill_cb, FILL_INTERVAL_MS, 0);
+}
+
+static void schedule_fill(struct agtd_s *d, uint64_t delay_ms)
+{
+  if (d->warm.enabled && !d->shutting_down && !uv_is_active((uv_handle_t *)&d->warm.timer))
+    uv_timer_start(&d->warm.timer, fill_cb, delay_ms, 0);
+}
+
+void agt_warm_refill(struct agtd_s *d)
+{
+  if (d->warm.n < d->warm.target) {
+    uv_timer_stop(&d->warm.timer);
+    schedule_fill(d, FILL_INTERVAL_MS);
+  }
+}
+
+/* What an agtd that died left: prepared jails' directories (.w-*) and their cgroups. */
+static void remove_leftovers(struct agtd_s *d)
+{
+  cleanup_dir DIR *dir = opendir(d->jails_dir);
+  struct dirent *de;
+
+  while (dir && (de = readdir(dir)) != NULL) {
+    if (strncmp(de->d_name, ".w-", 3) != 0)
+      continue;
+    cleanup_free char *path = xasprintf("%s/%s", d->jails_dir, de->d_name);
+    destroy_cgroup(d, de->d_name + 1);
+    agt_disk_jail_remove(&d->disk, path, NULL);
+    agt_rm_rf(path, NULL);
+  }
+}
+
+void agt_warm_init(struct agtd_s *d, unsigned target, int cheap_moves)
+{
+  memset(&d->warm, 0, sizeof d->warm);
+  d->warm.target = target;
+  d->warm.enabled = target > 0 && cheap_moves;
+  uv_timer_init(d->loop, &d->warm.timer);
+  d->warm.timer.data = d;
+  remove_leftovers(d);
+  if (target > 0 && !cheap_moves)
+    agtd_log("prepared jails: off (moving a process between cgroups waits for RCU here)");
+}
+
+void agt_warm_note_run(struct agtd_s *d, const char *rootfs_id, const char *rootfs_path, uid_t uid,
+                       gid_t gid)
+{
+  if (!d->warm.enabled)
+    return;
+  d->warm.uid = uid;
+  d->warm.gid = gid;
+  if (d->warm.rootfs_id == NULL || strcmp(d->warm.rootfs_id, rootfs_id) != 0) {
+    agt_warm_drain(d, NULL);
+    free(d->warm.rootfs_id);
+    free(d->warm.rootfs_path);
+    d->warm.rootfs_id = xstrdup(rootfs_id);
+    d->warm.rootfs_path = xstrdup(rootfs_path);
+  }
+  schedule_fill(d, FILL_INTERVAL_MS);
+}
+
+/* The claim's strings, in the order of struct agt_claim's comment. */
+static size_t claim_strings(struct agt_jail_s *j, const char **s, size_t max, char *tmp_opts,
+                            size_t tmp_size, uint64_t warm_tmp, char *passwd, char *group)
+{
+  size_t n = 0;
+
+  if (j->limits.tmp_bytes != warm_tmp)
+    snprintf(tmp_opts, tmp_size, "size=%llu", (unsigned long long)j->limits.tmp_bytes);
+  else
+    tmp_opts[0] = '\0';
+  s[n++] = j->name;
+  s[n++] = agt_env_path(j->env);
+  s[n++] = "/work";
+  s[n++] = passwd;
+  s[n++] = group;
+  s[n++] = tmp_opts;
+  for (char **a = j->argv; *a && n < max; a++)
+    s[n++] = *a;
+  for (char **e = j->env; e && *e && n < max; e++)
+    s[n++] = *e;
+  return n;
+}
+
+static size_t strv_len(char **v)
+{
+  size_t n = 0;
+  while (v && v[n])
+    n++;
+  return n;
+}
+
+/* Whether the prepared jail has said it is ready (and alive). */
+static int warm_ready(struct agt_warm_s *w)
+{
+  char b;
+
+  if (!w->ready && recv(w->ctl_fd, &b, 1, MSG_DONTWAIT) == 1 && b == 'r')
+    w->ready = 1;
+  return w->ready;
+}
+
+unsigned agt_warm_ready(struct agtd_s *d)
+{
+  unsigned n = 0;
+
+  for (struct agt_warm_s *w = d->warm.list; w; w = w->next)
+    n += (unsigned)warm_ready(w);
+  return n;
+}
+
+struct agt_warm_s *agt_warm_take(struct agtd_s *d, struct agt_jail_s *j)
+{
+  struct agt_warm_s **p = &d->warm.list;
+  size_t bytes = 4096; /* hostname, PATH, cwd, passwd, group, /tmp options */
+
+  if (!d->warm.enabled || j->net.mode == AGT_NET_OPEN)
+    return NULL;
+  for (char **a = j->argv; a && *a; a++)
+    bytes += strlen(*a) + 1;
+  for (char **e = j->env; e && *e; e++)
+    bytes += strlen(*e) + 1;
+  if (bytes > AGT_CLAIM_MAX)
+    return NULL;
+  sweep_dead(d);
+  while (*p) {
+    struct agt_warm_s *w = *p;
+
+    if (strcmp(w->rootfs_id, j->rootfs_id) != 0 || !warm_ready(w)) {
+      p = &w->next;
+      continue;
+    }
+    *p = w->next;
+    d->warm.n--;
+    w->next = NULL;
+    schedule_fill(d, REFILL_LATER_MS);
+    return w;
+  }
+  schedule_fill(d, REFILL_LATER_MS);
+  return NULL;
+}
+
+static int send_claim(struct agt_jail_s *j, struct agt_warm_s *w, int mount_fd, agt_error_t *err)
+{
+  cleanup_free char *passwd = NULL;
+  cleanup_free char *group = NULL;
+  cleanup_free const char **s = NULL;
+  cleanup_free struct iovec *iov = NULL;
+  size_t max = 6 + strv_len(j->argv) + strv_len(j->env), n, total = 0;
+  char tmp_opts[64];
+  struct agt_claim c;
+  union {
+    char b[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } u;
+  struct msghdr mh;
+  struct cmsghdr *cm;
+
+  if (j->uid == w->uid && j->gid == w->gid) {
+    passwd = xstrdup(""); /* made for this user already */
+    group = xstrdup("");
+  } else {
+    agt_jail_identity(j, &passwd, &group);
+  }
+  s = xzalloc(max * sizeof *s);
+  n = claim_strings(j, s, max, tmp_opts, sizeof tmp_opts, w->tmp_bytes, passwd, group);
+  iov = xzalloc((n + 1) * sizeof *iov);
+  for (size_t i = 0; i < n; i++) {
+    iov[i + 1].iov_base = (void *)s[i];
+    iov[i + 1].iov_len = strlen(s[i]) + 1;
+    total += iov[i + 1].iov_len;
+  }
+  memset(&c, 0, sizeof c);
+  c.uid = j->uid;
+  c.gid = j->gid;
+  c.nofile = j->limits.nofile;
+  c.rows = j->rows;
+  c.cols = j->cols;
+  c.tty = (uint32_t)j->tty;
+  c.argc = (uint32_t)strv_len(j->argv);
+  c.envc = (uint32_t)strv_len(j->env);
+  c.len = (uint32_t)total;
+  iov[0].iov_base = &c;
+  iov[0].iov_len = sizeof c;
+
+  memset(&u, 0, sizeof u);
+  memset(&mh, 0, sizeof mh);
+  mh.msg_iov = iov;
+  mh.msg_iovlen = n + 1;
+  mh.msg_control = u.b;
+  mh.msg_controllen = sizeof u.b;
+  cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(cm), &mount_fd, sizeof mount_fd);
+  if (sendmsg(w->ctl_fd, &mh, MSG_NOSIGNAL) < 0)
+    return agt_error_make(err, errno, "send the claim to prepared jail %s", w->name);
+  return 0;
+}
+
+/* The workspace's mount tree, detached: opened as a cold start's child opens it (no symlink
+ * anywhere in the path), cloned with its submounts as a recursive bind would. */
+static int workspace_mount(const char *ws, agt_error_t *err)
+{
+  struct open_how how = {
+      .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+      .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+  };
+  cleanup_close int fd = (int)syscall(SYS_openat2, AT_FDCWD, ws, &how, sizeof how);
+  int mfd;
+
+  if (fd < 0)
+    return agt_error_make(err, errno, "open workspace %s", ws);
+  mfd = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+  if (mfd < 0)
+    return agt_error_make(err, errno, "clone the mount of workspace %s", ws);
+  return mfd;
+}
+
+int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
+{
+  struct agtd_s *d = j->d;
+  struct agt_warm_s *w = j->warm;
+  struct pollfd pfd = {.fd = w->pidfd, .events = POLLIN};
+  int mfd, r;
+
+  j->warm = NULL;
+  if (poll(&pfd, 1, 0) != 0) {
+    agt_warm_discard(d, w, 1);
+    return 1;
+  }
+  if (agt_cgroup_adopt(&d->cgroup, w->name, j->name, w->pid, &j->limits.cg, &w->limits, err) < 0 ||
+      agt_disk_jail_limit(&d->disk, j->dir, j->limits.disk_bytes, err) < 0)
+    goto fail;
+  mfd = workspace_mount(j->workspace, err);
+  if (mfd < 0)
+    goto fail;
+  r = send_claim(j, w, mfd, err);
+  close(mfd);
+  if (r < 0)
+    goto fail;
+  if (j->net.mode == AGT_NET_ALLOW && agt_jail_start_egress(j, -1, w->pid, err) < 0) {
+    syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
+    agt_error_wrap(err, "start jail '%s'", j->name);
+  }
+  /* On a terminal the agent's output comes from the pty (its master arrives on the console
+   * socket), as in a cold start; else from the pipes. */
+  if (j->tty) {
+    j->console_fd = w->console_fd;
+    close(w->out_fd);
+    close(w->err_fd);
+    w->out_fd = w->err_fd = -1;
+  } else {
+    close(w->console_fd);
+  }
+  w->console_fd = -1;
+  r = agt_jail_begin_run(j, w->pid, w->pidfd, w->out_fd, w->err_fd, w->status_fd, err);
+  j->started_warm = 1;
+  w->pidfd = w->status_fd = w->out_fd = w->err_fd = -1; /* the jail's now */
+  warm_free(w);
+  return r < 0 || *err ? -1 : 0;
+
+fail:
+  agt_error_wrap(err, "start jail '%s'", j->name);
+  agt_warm_discard(d, w, 1);
+  agt_cgroup_destroy(&d->cgroup, j->name, NULL);
+  return -1;
+}

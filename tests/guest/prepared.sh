@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Prepared jails (guest/jail_warm.c): jail.run takes one when its rootfs matches, and the
+# jail it becomes is the jail a cold start makes: its user, workspace, hostname, /tmp size,
+# limits and terminal; what cannot be prepared starts cold; nothing is left behind.
+. "$(dirname "$0")/lib.sh"
+
+agtd_start
+build_test_rootfs
+R=$TEST_ROOTFS
+
+warm() { ctl status | python3 -c "import json,sys; w=json.load(sys.stdin)['warm']; print(w['$1'])"; }
+wait_ready() {
+  for _ in $(seq 1 200); do
+    [ "$(warm ready)" = "$(warm target)" ] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+is "prepared jails are on" "$(warm enabled)" True
+is "none is made before a jail.run names a rootfs" "$(warm ready)" 0
+
+WS=$T/ws
+mkdir "$WS"
+chown 1000:1000 "$WS"
+out=$(ctl jail run --name p0 --rootfs "$R" --workspace "$WS" -- /bin/true)
+like "the first run starts cold" "$out" "^p0 started in [0-9.]+ ms$"
+check "then agtd prepares jails for its rootfs" wait_ready
+is "two by default" "$(warm target)" 2
+
+out=$(ctl jail run --name p1 --rootfs "$R" --workspace "$WS" -- /bin/sh -c \
+  'id -u; id -g; hostname; grep ^agent: /etc/passwd; stat -c "%u %a" /home/agent;
+   echo hi >/work/from-p1; df -k /tmp | tail -1; cat /proc/self/status | grep -E "^(NoNewPrivs|Seccomp):"')
+like "the next run takes a prepared jail" "$out" "^p1 started in [0-9.]+ ms \(a prepared jail\)$"
+ctl jail wait p1 >/dev/null
+logs=$(ctl jail logs p1)
+like "its agent runs as the workspace's owner" "$logs" "^1000$"
+like "its hostname is the jail's name" "$logs" "^p1$"
+like "its passwd names that user" "$logs" "^agent:x:1000:1000:"
+like "its home belongs to that user" "$logs" "^1000 700$"
+like "its /tmp has the default size" "$logs" "^tmpfs +524288 "
+like "no_new_privs is set" "$logs" "^NoNewPrivs:.1"
+like "the seccomp filter is on" "$logs" "^Seccomp:.2"
+is "it wrote to the workspace, as its owner" "$(stat -c '%u %s' "$WS/from-p1")" "1000 3"
+
+# A different user (a workspace of its own: a new uid), other limits, another /tmp size.
+wait_ready
+out=$(ctl jail run --name p2 --rootfs "$R" --memory 100M --pids 50 --tmp 64M -- /bin/sh -c \
+  'id -u; grep ^agent: /etc/passwd; stat -c "%u" /home/agent; df -k /tmp | tail -1')
+like "a jail with other limits takes one too" "$out" "\(a prepared jail\)$"
+ctl jail wait p2 >/dev/null
+logs=$(ctl jail logs p2)
+uid2=$(printf '%s\n' "$logs" | head -1)
+check "it runs as a uid of its own ($uid2)" test "$uid2" -ge 100000
+like "its passwd names that uid" "$logs" "^agent:x:$uid2:$uid2:"
+like "its home is that uid's" "$logs" "^$uid2$"
+like "its /tmp is resized to 64M" "$logs" "^tmpfs +65536 "
+ctl jail run --name p3 --rootfs "$R" --memory 100M --pids 50 -- /bin/sleep 30 >/dev/null
+cg_mem=$(find /sys/fs/cgroup/memory/"$CG"/p3 /sys/fs/cgroup/"$CG"/p3 -maxdepth 0 2>/dev/null | head -1)
+if [ -f "$cg_mem/memory.limit_in_bytes" ]; then
+  is "its cgroup carries its name and memory limit (v1)" "$(cat "$cg_mem/memory.limit_in_bytes")" 104857600
+  is "and its pids limit" "$(cat /sys/fs/cgroup/pids/"$CG"/p3/pids.max)" 50
+else
+  is "its cgroup carries its name and memory limit (v2)" "$(cat "$cg_mem/memory.max")" 104857600
+  is "and its pids limit" "$(cat "$cg_mem/pids.max")" 50
+fi
+ctl jail rm p3 --force >/dev/null
+
+# On a terminal.
+wait_ready
+out=$(ctl jail run --name p4 --rootfs "$R" --tty -- /bin/sh -c 'tty >/work/tty.txt')
+like "a jail on a terminal takes one" "$out" "\(a prepared jail\)$"
+ctl jail wait p4 >/dev/null
+like "and its agent has the terminal" "$(cat "$STATE/workspaces/p4/tty.txt")" "^/dev/pts/[0-9]+$"
+
+# What cannot be prepared starts cold: network mode open shares the guest's namespace.
+wait_ready
+out=$(ctl jail run --name p5 --rootfs "$R" --net open -- /bin/true)
+like "network mode open starts cold" "$out" "^p5 started in [0-9.]+ ms$"
+
+# A prepared jail killed from outside is not handed out.
+wait_ready
+for pid in $(grep -l "/$CG/w-" /proc/[0-9]*/cgroup 2>/dev/null | cut -d/ -f3); do
+  kill -KILL "$pid" 2>/dev/null
+done
+sleep 0.2
+out=$(ctl jail run --name p6 --rootfs "$R" -- /bin/true)
+like "after the prepared jails were killed, a run still starts (cold)" "$out" \
+  "^p6 started in [0-9.]+ ms$"
+check "and agtd prepares new ones" wait_ready
+
+# Removing the rootfs takes its prepared jails with it.
+for j in p0 p1 p2 p4 p5 p6; do ctl jail rm "$j" >/dev/null; done
+ctl rootfs rm "$R" >/dev/null
+is "rootfs rm discards the prepared jails on it" "$(warm ready)" 0
+is "their directories are gone" "$(ls -A "$STATE/jails" | grep -c '^\.w-')" 0
+is "their cgroups are gone" \
+  "$(find /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG" -mindepth 1 -type d -name 'w-*' 2>/dev/null | wc -l)" 0
+is "their processes are gone" "$(grep -l "/$CG/" /proc/[0-9]*/cgroup 2>/dev/null | wc -l)" 0
+
+# --warm 0: none.
+agtd_stop
+agtd_start --warm 0
+is "agtd serve --warm 0 prepares none" "$(warm enabled)" False
