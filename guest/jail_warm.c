@@ -145,7 +145,7 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   w->pidfd = w->ctl_fd = w->status_fd = w->out_fd = w->err_fd = w->console_fd = -1;
   if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
     agt_error_make(err, errno, "getrandom");
-    goto fail;
+    goto fail_nodir;
   }
   w->name = xasprintf("w-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
                       rnd[5], rnd[6], rnd[7]);
