@@ -105,7 +105,8 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
     }
     d->cgroup.fast_attach = r >= 0;
   }
-  if (agt_seccomp_compile(&d->seccomp, err) < 0)
+  if (agt_seccomp_compile(&d->seccomp, err) < 0 ||
+      agt_seccomp_compile_split(&d->seccomp_ahead, &d->seccomp_tail, err) < 0)
     return agt_error_wrap(err, "seccomp filter");
   if (agt_netns_pool_init(&d->netns, loop, cfg->netns_pool, err) < 0)
     return agt_error_wrap(err, "network namespace pool");
@@ -165,6 +166,8 @@ void agtd_release(agtd_t *d)
   free(d->warm.rootfs_path);
   agt_netns_pool_release(&d->netns);
   agt_seccomp_release(&d->seccomp);
+  agt_seccomp_release(&d->seccomp_ahead);
+  agt_seccomp_release(&d->seccomp_tail);
   agt_cgroup_root_release(&d->cgroup);
   agt_disk_release(&d->disk);
   agtd_rootfs_changed(d);

@@ -48,6 +48,7 @@ struct agtd_s {
   json_t *rootfs_list;     /* the store's builds (agt_rootfs_list), until a build or rm */
   struct agt_cgroup_root cgroup;
   struct agt_seccomp_prog seccomp;
+  struct agt_seccomp_prog seccomp_ahead, seccomp_tail; /* the same, split for prepared jails */
   struct agt_netns_pool netns;
   struct agt_disk disk;      /* the jails' writable layers */
   struct agt_warm_pool warm; /* prepared jails */

@@ -475,10 +475,12 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
   }
   /* jail.run: the record says "starting" from its first write on, so that an agtd killed at
    * any moment of the start reports the jail as ended with it (in memory the jail stays
-   * "created" until the start itself). */
+   * "created" until the start itself).  A jail on a prepared jail writes it once its claim
+   * is on its way (jail_warm.c); a directory without a record is removed at agtd's next
+   * start. */
   if (for_run)
     j->state = AGT_JAIL_STARTING;
-  if (agt_jail_save(j, err) < 0) {
+  if (j->warm == NULL && agt_jail_save(j, err) < 0) {
     j->state = AGT_JAIL_CREATED;
     goto fail_dir;
   }
@@ -672,6 +674,14 @@ int agt_jail_load_all(struct agtd_s *d, agt_error_t *err)
     agt_error_t e = NULL;
     if (de->d_name[0] == '.' || agt_name_check("jail name", de->d_name, NULL) < 0)
       continue;
+    cleanup_free char *jdir = xasprintf("%s/%s", d->jails_dir, de->d_name);
+    cleanup_free char *rec = xasprintf("%s/jail.json", jdir);
+    if (access(rec, F_OK) < 0 && errno == ENOENT) {
+      agtd_log("removing '%s': no record (its start was cut short)", jdir);
+      agt_disk_jail_remove(&d->disk, jdir, NULL);
+      agt_rm_rf(jdir, NULL);
+      continue;
+    }
     if (load_one(d, de->d_name, &e) < 0) {
       agtd_log("skipping a jail record: %s", e->msg);
       agt_error_release(&e);

@@ -96,11 +96,45 @@ static int rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned
   return 0;
 }
 
-int agt_seccomp_compile(struct agt_seccomp_prog *p, agt_error_t *err)
+/* What a prepared jail's init still calls after it loads its filter ahead of the claim:
+ * the workspace's mount, /tmp's remount, the cgroup namespace (jail_setup.c, take_claim). */
+static const char *const claim_calls[] = {"mount", "move_mount", "unshare", NULL};
+
+static int in_list(const char *const *list, const char *name)
+{
+  for (; list && *list; list++)
+    if (strcmp(*list, name) == 0)
+      return 1;
+  return 0;
+}
+
+/* The filter as BPF, out of libseccomp's context. */
+static int export_prog(scmp_filter_ctx ctx, struct agt_seccomp_prog *p, agt_error_t *err)
+{
+  cleanup_close int fd = memfd_create("agt-seccomp", MFD_CLOEXEC);
+  off_t size;
+  int r;
+
+  if (fd < 0)
+    return agt_error_make(err, errno, "memfd_create");
+  r = seccomp_export_bpf(ctx, fd);
+  if (r < 0)
+    return agt_error_make(err, -r, "seccomp_export_bpf");
+  size = lseek(fd, 0, SEEK_END);
+  if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0)
+    return agt_error_kind(err, AGT_E_INTERNAL, "seccomp filter has a bad size");
+  p->filter = xmalloc((size_t)size);
+  if (pread(fd, p->filter, (size_t)size, 0) != size)
+    return agt_error_make(err, errno, "read the seccomp filter");
+  p->prog.len = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
+  p->prog.filter = p->filter;
+  return 0;
+}
+
+/* The whole filter, less the syscalls in `skip`. */
+static int compile(struct agt_seccomp_prog *p, const char *const *skip, agt_error_t *err)
 {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-  cleanup_close int fd = -1;
-  off_t size;
   int r = -1;
   const uint64_t ns_flags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
                             CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP | 0x80 /* NEWTIME */;
@@ -113,7 +147,7 @@ int agt_seccomp_compile(struct agt_seccomp_prog *p, agt_error_t *err)
   seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
 
   for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++)
-    if (rule(ctx, SCMP_ACT_ERRNO(EPERM), denied[i], 0, NULL, err) < 0)
+    if (!in_list(skip, denied[i]) && rule(ctx, SCMP_ACT_ERRNO(EPERM), denied[i], 0, NULL, err) < 0)
       goto out;
 
   /* clone3 passes its flags in memory that BPF cannot read: make libc fall back to clone. */
@@ -161,34 +195,44 @@ int agt_seccomp_compile(struct agt_seccomp_prog *p, agt_error_t *err)
     if (rule(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), "socket", 2, a, err) < 0)
       goto out;
   }
-  fd = memfd_create("agt-seccomp", MFD_CLOEXEC);
-  if (fd < 0) {
-    agt_error_make(err, errno, "memfd_create");
-    goto out;
-  }
-  r = seccomp_export_bpf(ctx, fd);
-  if (r < 0) {
-    agt_error_make(err, -r, "seccomp_export_bpf");
-    r = -1;
-    goto out;
-  }
-  size = lseek(fd, 0, SEEK_END);
-  if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0) {
-    r = agt_error_kind(err, AGT_E_INTERNAL, "seccomp filter has a bad size");
-    goto out;
-  }
-  p->filter = xmalloc((size_t)size);
-  if (pread(fd, p->filter, (size_t)size, 0) != size) {
-    r = agt_error_make(err, errno, "read the seccomp filter");
-    goto out;
-  }
-  p->prog.len = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
-  p->prog.filter = p->filter;
-  r = 0;
+  r = export_prog(ctx, p, err);
 out:
   seccomp_release(ctx);
   if (r < 0)
     agt_seccomp_release(p);
+  return r;
+}
+
+int agt_seccomp_compile(struct agt_seccomp_prog *p, agt_error_t *err)
+{
+  return compile(p, NULL, err);
+}
+
+int agt_seccomp_compile_split(struct agt_seccomp_prog *ahead, struct agt_seccomp_prog *tail,
+                              agt_error_t *err)
+{
+  scmp_filter_ctx ctx;
+  int r = -1;
+
+  memset(tail, 0, sizeof *tail);
+  if (compile(ahead, claim_calls, err) < 0)
+    return -1;
+  ctx = seccomp_init(SCMP_ACT_ALLOW);
+  if (ctx == NULL) {
+    agt_seccomp_release(ahead);
+    return agt_error_kind(err, AGT_E_INTERNAL, "seccomp_init failed");
+  }
+  seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+  for (size_t i = 0; claim_calls[i]; i++)
+    if (rule(ctx, SCMP_ACT_ERRNO(EPERM), claim_calls[i], 0, NULL, err) < 0)
+      goto out;
+  r = export_prog(ctx, tail, err);
+out:
+  seccomp_release(ctx);
+  if (r < 0) {
+    agt_seccomp_release(ahead);
+    agt_seccomp_release(tail);
+  }
   return r;
 }
 

@@ -15,6 +15,11 @@ struct agt_seccomp_prog {
 };
 
 int agt_seccomp_compile(struct agt_seccomp_prog *p, agt_error_t *err);
+/* The same filter in two parts whose union is the whole: `ahead` (all but the mount, move_mount
+ * and unshare rules) for a prepared jail to load before its claim, `tail` (those rules) to
+ * load at the end of the claim.  Each syscall then runs through both. */
+int agt_seccomp_compile_split(struct agt_seccomp_prog *ahead, struct agt_seccomp_prog *tail,
+                              agt_error_t *err);
 void agt_seccomp_release(struct agt_seccomp_prog *p);
 
 #endif

@@ -763,6 +763,10 @@ void agt_jail_child(const struct agt_spawn_plan *p)
       write_identity(p->passwd, p->group, p->uid, p->gid);
     struct agt_spawn_plan q = *p;
     q.landlock_fd = landlock_ruleset(0); /* a prepared jail never shares the guest's network */
+    /* Most of the seccomp filter now (this process is root: no no_new_privs needed yet); the
+     * rules for what the claim still does (its mounts, the cgroup namespace) come after it. */
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, p->seccomp_ahead, 0, 0) < 0)
+      fail("load the seccomp filter ahead", "", errno);
     /* agtd hands out only a prepared jail that said so: its directory may be renamed now */
     if (send(AGT_CHILD_SYNC_FD, "r", 1, MSG_NOSIGNAL) != 1)
       _exit(126);

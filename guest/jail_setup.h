@@ -49,6 +49,8 @@ struct agt_spawn_plan {
   int warm; /* a prepared jail: no workspace or hostname yet, it waits for its claim */
   const char *passwd, *group; /* a prepared jail: for uid and gid, the likely jail user */
   int landlock_fd;            /* a Landlock ruleset made ahead, or -1 (made at the end) */
+  /* A prepared jail loads seccomp_ahead before its claim and `seccomp` (the rest) after. */
+  const struct sock_fprog *seccomp_ahead;
   const char *hostname;
   char overlay_opts[3 * AGT_PLAN_PATH + 64];
   const char *jail_dir;  /* the overlay options are relative to it */

@@ -192,7 +192,8 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   snprintf(plan.tmp_opts, sizeof plan.tmp_opts, "mode=1777,size=%llu",
            (unsigned long long)w->tmp_bytes);
   plan.cap_last = agt_cap_last();
-  plan.seccomp = &d->seccomp.prog;
+  plan.seccomp = &d->seccomp_tail.prog;
+  plan.seccomp_ahead = &d->seccomp_ahead.prog;
   if (d->warm.uid) {
     w->uid = plan.uid = d->warm.uid;
     w->gid = plan.gid = d->warm.gid;
@@ -538,6 +539,7 @@ int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
   w->console_fd = -1;
   r = agt_jail_begin_run(j, w->pid, w->pidfd, w->out_fd, w->err_fd, w->status_fd, err);
   j->started_warm = 1;
+  agt_jail_save(j, NULL); /* the record, "starting", while the jail applies its claim */
   w->pidfd = w->status_fd = w->out_fd = w->err_fd = -1; /* the jail's now */
   warm_free(w);
   return r < 0 || *err ? -1 : 0;

@@ -135,3 +135,10 @@ is "and leaves no cgroup, its prepared jails' neither" \
 agtd_start
 like "agtd mounts the same disk again at its next start" "$(ctl status)" '"limits": true'
 is "with no prepared jail left on it" "$(ls -A "$STATE/jails" | grep -c '^\.w-')" 0
+# A jail directory without its record (agtd killed while a start was writing it) is removed
+# at the next start, with its writable layer.
+mkdir -p "$STATE/jails/ghost/rw/upper"
+agtd_stop
+agtd_start
+check "a jail directory without a record is removed at agtd's start" test ! -e "$STATE/jails/ghost"
+like "saying so in the log" "$(cat "$T/agtd.log")" "removing '.*/jails/ghost': no record"
