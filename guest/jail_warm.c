@@ -34,7 +34,8 @@
 
 static void warm_free(struct agt_warm_s *w)
 {
-  int *fds[] = {&w->pidfd, &w->ctl_fd, &w->status_fd, &w->out_fd, &w->err_fd, &w->console_fd};
+  int *fds[] = {&w->pidfd,  &w->ctl_fd,     &w->status_fd, &w->out_fd,
+                &w->err_fd, &w->console_fd, &w->netns_fd};
 
   for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
     if (*fds[i] >= 0)
@@ -143,6 +144,7 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   pid_t pid;
 
   w->pidfd = w->ctl_fd = w->status_fd = w->out_fd = w->err_fd = w->console_fd = -1;
+  w->netns_fd = -1;
   if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
     agt_error_make(err, errno, "getrandom");
     goto fail_nodir;
@@ -224,8 +226,14 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   close(out[1]);
   close(errp[1]);
   close(console[1]);
-  if (netns >= 0)
-    close(netns);
+  /* Its network namespace, kept for the proxy of a jail in network mode allow. */
+  if (netns < 0) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
+    netns = open(path, O_RDONLY | O_CLOEXEC);
+  }
+  w->netns_fd = netns;
+  netns = -1;
   w->ctl_fd = ctl[0];
   w->status_fd = status[0];
   w->out_fd = out[0];
@@ -522,7 +530,7 @@ int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
   close(mfd);
   if (r < 0)
     goto fail;
-  if (j->net.mode == AGT_NET_ALLOW && agt_jail_start_egress(j, -1, w->pid, err) < 0) {
+  if (j->net.mode == AGT_NET_ALLOW && agt_jail_start_egress(j, w->netns_fd, w->pid, err) < 0) {
     syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
     agt_error_wrap(err, "start jail '%s'", j->name);
   }

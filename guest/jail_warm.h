@@ -32,6 +32,7 @@ struct agt_warm_s {
   int ctl_fd; /* the claim goes here (SOCK_SEQPACKET) */
   int ready;  /* it said it waits for its claim: until then its directory is in use */
   int status_fd, out_fd, err_fd, console_fd;
+  int netns_fd; /* its network namespace */
 };
 
 struct agt_warm_pool {

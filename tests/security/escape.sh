@@ -262,8 +262,9 @@ latency() {
   local tag=$1 n=$2 i
   : >"$T/lat-$tag"
   for i in $(seq 1 "$n"); do
-    ctl jail run --name "lat-$tag-$i" --rootfs "$R" -- /bin/attack sleep 0 2>/dev/null |
+    ctl jail run --name "lat-$tag-$i" --rootfs "$R" -- /bin/attack sleep 0 2>"$T/lat.err" |
       sed -n 's/.* started in \([0-9.]*\) ms.*/\1/p' >>"$T/lat-$tag"
+    [ -s "$T/lat.err" ] && sed "s/^/#   start lat-$tag-$i failed: /" "$T/lat.err"
     ctl jail wait "lat-$tag-$i" >/dev/null 2>&1
     ctl jail rm "lat-$tag-$i" >/dev/null 2>&1
   done
