@@ -200,8 +200,10 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
     int r = agt_warm_start(j, err);
     if (r <= 0)
       return r;
-    /* the prepared jail was gone: a cold start in the directory it left */
-    if (agt_jail_write_identity(j, err) < 0)
+    /* the prepared jail was gone: a cold start in the directory it left (whose subvolume
+     * was made without a limit) */
+    if (agt_jail_write_identity(j, err) < 0 ||
+        agt_disk_jail_limit(&j->d->disk, j->dir, j->limits.disk_bytes, err) < 0)
       return -1;
   }
   if (agt_cgroup_create(&j->d->cgroup, j->name, &j->limits.cg, err) < 0)
