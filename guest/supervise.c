@@ -172,6 +172,24 @@ static void stream_done(agt_jail_t *j, uv_stream_t *s)
   close_handle(j, (uv_handle_t *)s);
 }
 
+/* libuv reports EOF on a terminal as soon as the hangup shows while its last read was
+ * short, though the kernel may still be moving what the agent wrote last into the master's
+ * buffer; a read flushes that first, and says EIO only once all is read.  So read to EIO. */
+static void drain_terminal(agt_jail_t *j)
+{
+  char buf[16384];
+
+  for (int i = 0; i < 1024; i++) {
+    ssize_t n = read(j->tty_fd, buf, sizeof buf);
+    if (n > 0)
+      agt_jail_output(j, buf, (size_t)n);
+    else if (n < 0 && errno == EINTR)
+      continue;
+    else
+      break;
+  }
+}
+
 static void output_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
   agt_jail_t *j = s->data;
@@ -180,8 +198,12 @@ static void output_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     agt_jail_output(j, buf->base, (size_t)n);
     return;
   }
-  if (n < 0)
-    stream_done(j, s); /* EOF, or EIO from a terminal whose last user is gone */
+  if (n < 0) {
+    /* EOF, or EIO from a terminal whose last user is gone */
+    if (s == (uv_stream_t *)&j->tty_pipe && j->tty_fd >= 0)
+      drain_terminal(j);
+    stream_done(j, s);
+  }
 }
 
 void agt_jail_output_pause(agt_jail_t *j, int pause)
