@@ -318,11 +318,9 @@ int agt_disk_jail_remove(struct agt_disk *dk, const char *jail_dir, agt_error_t 
     int r = ioctl(dfd, BTRFS_IOC_SNAP_DESTROY, &va);
     int e = errno;
     close(dfd);
-    if (r == 0 || e == ENOENT)
-      return 0;
-    /* not a subvolume (made while the disk was off): remove it as a tree */
-    if (e != EINVAL && e != ENOTTY)
+    /* EINVAL, ENOTTY: not a subvolume (made while the disk was off), removed as a tree */
+    if (r < 0 && e != ENOENT && e != EINVAL && e != ENOTTY)
       return agt_error_make(err, e, "delete the subvolume '%s'", rw);
   }
-  return agt_rm_rf(rw, err);
+  return agt_rm_rf(jail_dir, err);
 }

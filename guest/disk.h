@@ -37,7 +37,8 @@ int agt_disk_jail_create(struct agt_disk *dk, const char *jail_dir, uint64_t lim
 /* Set the limit of <jail_dir>/rw (a prepared jail's, made without one); 0: none. */
 int agt_disk_jail_limit(struct agt_disk *dk, const char *jail_dir, uint64_t limit,
                         agt_error_t *err);
-/* Remove <jail_dir>/rw (the subvolume at once, its blocks freed in the background). */
+/* Remove <jail_dir>: its rw subvolume at once (its blocks freed in the background), then the
+ * rest. */
 int agt_disk_jail_remove(struct agt_disk *dk, const char *jail_dir, agt_error_t *err);
 
 #endif

@@ -491,7 +491,6 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
 
 fail_dir:
   agt_disk_jail_remove(&d->disk, j->dir, NULL);
-  agt_rm_rf(j->dir, NULL);
 fail:
   if (j->warm)
     agt_warm_discard(d, j->warm, 1);
@@ -679,7 +678,6 @@ int agt_jail_load_all(struct agtd_s *d, agt_error_t *err)
     if (access(rec, F_OK) < 0 && errno == ENOENT) {
       agtd_log("removing '%s': no record (its start was cut short)", jdir);
       agt_disk_jail_remove(&d->disk, jdir, NULL);
-      agt_rm_rf(jdir, NULL);
       continue;
     }
     if (load_one(d, de->d_name, &e) < 0) {
@@ -697,7 +695,7 @@ int agt_jail_remove(agt_jail_t *j, agt_error_t *err)
   if (j->state != AGT_JAIL_CREATED && j->state != AGT_JAIL_EXITED)
     return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s: stop it first", j->name,
                           agt_jail_state_name(j->state));
-  if (agt_disk_jail_remove(&j->d->disk, j->dir, err) < 0 || agt_rm_rf(j->dir, err) < 0)
+  if (agt_disk_jail_remove(&j->d->disk, j->dir, err) < 0)
     return agt_error_wrap(err, "remove jail '%s'", j->name);
   if (j->workspace_owned && agt_rm_rf(j->workspace, err) < 0)
     return agt_error_wrap(err, "remove the workspace of jail '%s'", j->name);

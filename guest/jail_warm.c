@@ -75,51 +75,57 @@ void agt_warm_discard(struct agtd_s *d, struct agt_warm_s *w, int dir_taken)
   destroy_cgroup(d, w->name);
   if (!dir_taken && w->dir) {
     agt_disk_jail_remove(&d->disk, w->dir, NULL);
-    agt_rm_rf(w->dir, NULL);
   }
   warm_free(w);
 }
 
-void agt_warm_drain(struct agtd_s *d, const char *rootfs_id)
+/* Take out of the pool, and discard, the prepared jails `gone` says so of. */
+static void discard_if(struct agtd_s *d, int (*gone)(struct agt_warm_s *w, const char *rootfs_id),
+                       const char *rootfs_id)
 {
   struct agt_warm_s **p = &d->warm.list;
 
+  while (*p) {
+    struct agt_warm_s *w = *p;
+    if (!gone(w, rootfs_id)) {
+      p = &w->next;
+      continue;
+    }
+    *p = w->next;
+    d->warm.n--;
+    agt_warm_discard(d, w, 0);
+  }
+}
+
+static int on_rootfs(struct agt_warm_s *w, const char *rootfs_id)
+{
+  return rootfs_id == NULL || strcmp(w->rootfs_id, rootfs_id) == 0;
+}
+
+/* Died: killed, or its setup failed. */
+static int dead(struct agt_warm_s *w, const char *unused)
+{
+  struct pollfd pfd = {.fd = w->pidfd, .events = POLLIN};
+
+  (void)unused;
+  return poll(&pfd, 1, 0) != 0;
+}
+
+void agt_warm_drain(struct agtd_s *d, const char *rootfs_id)
+{
   if (rootfs_id && d->warm.rootfs_id && strcmp(rootfs_id, d->warm.rootfs_id) == 0) {
     /* that rootfs goes away: none are made of it any more */
     free(d->warm.rootfs_id);
     free(d->warm.rootfs_path);
     d->warm.rootfs_id = d->warm.rootfs_path = NULL;
   }
-  while (*p) {
-    struct agt_warm_s *w = *p;
-    if (rootfs_id && strcmp(w->rootfs_id, rootfs_id) != 0) {
-      p = &w->next;
-      continue;
-    }
-    *p = w->next;
-    d->warm.n--;
-    agt_warm_discard(d, w, 0);
-  }
+  discard_if(d, on_rootfs, rootfs_id);
 }
 
-/* Discard the prepared jails that died (killed, or their setup failed): the pool makes new
- * ones. */
+/* The pool makes new ones for the prepared jails that died. */
 static void sweep_dead(struct agtd_s *d)
 {
-  struct agt_warm_s **p = &d->warm.list;
-
-  while (*p) {
-    struct agt_warm_s *w = *p;
-    struct pollfd pfd = {.fd = w->pidfd, .events = POLLIN};
-
-    if (poll(&pfd, 1, 0) == 0) {
-      p = &w->next;
-      continue;
-    }
-    *p = w->next;
-    d->warm.n--;
-    agt_warm_discard(d, w, 0);
-  }
+  discard_if(d, dead, NULL);
 }
 
 static int pipe_pair(int fds[2], agt_error_t *err)
@@ -250,7 +256,6 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
 
 fail:
   agt_disk_jail_remove(&d->disk, w->dir, NULL);
-  agt_rm_rf(w->dir, NULL);
 fail_nodir:
   if (cgroup_made)
     destroy_cgroup(d, w->name);
@@ -316,7 +321,6 @@ static void remove_leftovers(struct agtd_s *d)
     cleanup_free char *path = xasprintf("%s/%s", d->jails_dir, de->d_name);
     destroy_cgroup(d, de->d_name + 1);
     agt_disk_jail_remove(&d->disk, path, NULL);
-    agt_rm_rf(path, NULL);
   }
 }
 
@@ -512,11 +516,10 @@ int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
 {
   struct agtd_s *d = j->d;
   struct agt_warm_s *w = j->warm;
-  struct pollfd pfd = {.fd = w->pidfd, .events = POLLIN};
   int mfd, r;
 
   j->warm = NULL;
-  if (poll(&pfd, 1, 0) != 0) {
+  if (dead(w, NULL)) {
     agt_warm_discard(d, w, 1);
     return 1;
   }
