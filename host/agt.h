@@ -50,6 +50,16 @@ struct agt_cmd_help {
  * the help (the command then returns 0); -1 on a bad option. */
 int agt_cmd_opts(int argc, char **argv, const struct agt_cmd_help *h, agt_opt_fn fn, void *ctx,
                  agt_error_t *err);
+/* A command made of subcommands (agt jail, agt rootfs): argv[1] names one of subs, which
+ * runs with argv from there; without one, or with --help, the table is the help. */
+struct agt_subcmd {
+  const char *name;
+  agt_cmd_fn fn;
+  const char *help;
+};
+int agt_subcmd_run(struct agt_ctx *c, const char *cmd, const char *summary,
+                   const struct agt_subcmd *subs, size_t n, int argc, char **argv,
+                   agt_error_t *err);
 /* An option callback for commands whose only option is --json (ctx: int *). */
 int agt_opt_json_only(void *ctx, int key, const char *arg, agt_error_t *err);
 #define AGT_OPT_JSON 1000

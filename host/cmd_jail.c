@@ -1154,11 +1154,7 @@ static int jail_rm(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   return 0;
 }
 
-static const struct {
-  const char *name;
-  agt_cmd_fn fn;
-  const char *help;
-} subs[] = {
+static const struct agt_subcmd subs[] = {
     {"run", jail_run, "create a jail, start its agent and attach to it (-d: do not)"},
     {"create", jail_create, "create a jail without starting it"},
     {"start", jail_start, "start a created or exited jail"},
@@ -1175,21 +1171,6 @@ static const struct {
 
 int cmd_jail(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
-  const char *sub = argc > 1 ? argv[1] : NULL;
-
-  if (sub == NULL || strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
-    FILE *f = sub ? stdout : stderr;
-    fprintf(f, "usage: agt jail COMMAND [ARGS...]\n\nThe agents' jails, run by agtd.\n\n"
-               "commands:\n");
-    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
-      fprintf(f, "  %-10s %s\n", subs[i].name, subs[i].help);
-    return sub ? 0 : agt_error_kind(err, AGT_E_INVALID, "agt jail: which command?");
-  }
-  for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
-    if (strcmp(subs[i].name, sub) == 0)
-      return subs[i].fn(c, argc - 1, argv + 1, err);
-  return agt_error_kind(err, AGT_E_INVALID,
-                        "unknown jail command '%s' (run, create, start, attach, exec, logs, net, "
-                        "port, ls, inspect, stop, rm)",
-                        sub);
+  return agt_subcmd_run(c, "jail", "The agents' jails, run by agtd.", subs,
+                        sizeof subs / sizeof subs[0], argc, argv, err);
 }

@@ -168,11 +168,7 @@ static int rootfs_rm(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   return 0;
 }
 
-static const struct {
-  const char *name;
-  agt_cmd_fn fn;
-  const char *help;
-} subs[] = {
+static const struct agt_subcmd subs[] = {
     {"build", rootfs_build, "build a root filesystem from a manifest"},
     {"ls", rootfs_ls, "list the root filesystems"},
     {"rm", rootfs_rm, "remove one"},
@@ -180,18 +176,6 @@ static const struct {
 
 int cmd_rootfs(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
-  const char *sub = argc > 1 ? argv[1] : NULL;
-
-  if (sub == NULL || strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
-    FILE *f = sub ? stdout : stderr;
-    fprintf(f, "usage: agt rootfs COMMAND [ARGS...]\n\nThe jails' root filesystems.\n\n"
-               "commands:\n");
-    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
-      fprintf(f, "  %-10s %s\n", subs[i].name, subs[i].help);
-    return sub ? 0 : agt_error_kind(err, AGT_E_INVALID, "agt rootfs: which command?");
-  }
-  for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
-    if (strcmp(subs[i].name, sub) == 0)
-      return subs[i].fn(c, argc - 1, argv + 1, err);
-  return agt_error_kind(err, AGT_E_INVALID, "unknown rootfs command '%s' (build, ls, rm)", sub);
+  return agt_subcmd_run(c, "rootfs", "The jails' root filesystems.", subs,
+                        sizeof subs / sizeof subs[0], argc, argv, err);
 }

@@ -109,6 +109,30 @@ int agt_cmd_opts(int argc, char **argv, const struct agt_cmd_help *h, agt_opt_fn
   return i;
 }
 
+int agt_subcmd_run(struct agt_ctx *c, const char *cmd, const char *summary,
+                   const struct agt_subcmd *subs, size_t n, int argc, char **argv, agt_error_t *err)
+{
+  const char *sub = argc > 1 ? argv[1] : NULL;
+  cleanup_free char *names = xstrdup("");
+
+  if (sub == NULL || strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
+    FILE *f = sub ? stdout : stderr;
+    fprintf(f, "usage: agt %s COMMAND [ARGS...]\n\n%s\n\ncommands:\n", cmd, summary);
+    for (size_t i = 0; i < n; i++)
+      fprintf(f, "  %-10s %s\n", subs[i].name, subs[i].help);
+    return sub ? 0 : agt_error_kind(err, AGT_E_INVALID, "agt %s: which command?", cmd);
+  }
+  for (size_t i = 0; i < n; i++) {
+    char *more;
+    if (strcmp(subs[i].name, sub) == 0)
+      return subs[i].fn(c, argc - 1, argv + 1, err);
+    more = xasprintf("%s%s%s", names, i ? ", " : "", subs[i].name);
+    free(names);
+    names = more;
+  }
+  return agt_error_kind(err, AGT_E_INVALID, "unknown %s command '%s' (%s)", cmd, sub, names);
+}
+
 int agt_opt_json_only(void *ctx, int key, const char *arg, agt_error_t *err)
 {
   (void)arg;
