@@ -28,8 +28,9 @@
 
 #define FILL_INTERVAL_MS 1
 /* After a take, the pool is filled again once the start it served is over (supervise.c
- * calls agt_warm_refill when the agent runs), so that building the next prepared jail does
- * not compete with that start for the CPU; this is the fallback. */
+ * calls agt_warm_refill when the agent runs), and never while a start is in flight, so that
+ * building the next prepared jail does not compete with a start for the loop or the CPU;
+ * this is the fallback. */
 #define REFILL_LATER_MS 100
 
 static void warm_free(struct agt_warm_s *w)
@@ -272,6 +273,20 @@ fail_nodir:
   return -1;
 }
 
+/* A start waiting for its agent's exec: building a prepared jail now (a clone of agtd, a
+ * subvolume, cgroups: milliseconds on the loop, and the new jail's setup on a CPU) would
+ * come first.  A start stuck for a second no longer holds the pool back. */
+static int start_in_flight(struct agtd_s *d)
+{
+  uint64_t now = agt_now_ns();
+
+  for (struct agt_jail_s *j = d->jails; j; j = j->next)
+    if (j->state == AGT_JAIL_STARTING && j->start_request_ns &&
+        now - j->start_request_ns < 1000000000ull)
+      return 1;
+  return 0;
+}
+
 static void fill_cb(uv_timer_t *t)
 {
   struct agtd_s *d = t->data;
@@ -282,6 +297,11 @@ static void fill_cb(uv_timer_t *t)
   sweep_dead(d);
   if (d->warm.n >= d->warm.target)
     return;
+  if (start_in_flight(d)) {
+    /* the start's end calls agt_warm_refill; this is the fallback */
+    uv_timer_start(&d->warm.timer, fill_cb, REFILL_LATER_MS, 0);
+    return;
+  }
   if (fill_one(d, &err) < 0) {
     /* Say it once; keep trying now and then (the disk may be full, the netns pool dry). */
     if (d->warm.failures++ == 0)
@@ -529,14 +549,15 @@ int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
   mfd = workspace_mount(j->workspace, err);
   if (mfd < 0)
     goto fail;
+  /* The proxy listens before the agent can run, as in a cold start. */
+  if (j->net.mode == AGT_NET_ALLOW && agt_jail_start_egress(j, w->netns_fd, w->pid, err) < 0) {
+    close(mfd);
+    goto fail;
+  }
   r = send_claim(j, w, mfd, err);
   close(mfd);
   if (r < 0)
     goto fail;
-  if (j->net.mode == AGT_NET_ALLOW && agt_jail_start_egress(j, w->netns_fd, w->pid, err) < 0) {
-    syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
-    agt_error_wrap(err, "start jail '%s'", j->name);
-  }
   /* On a terminal the agent's output comes from the pty (its master arrives on the console
    * socket), as in a cold start; else from the pipes. */
   if (j->tty) {
@@ -557,6 +578,8 @@ int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
 
 fail:
   agt_error_wrap(err, "start jail '%s'", j->name);
+  agt_egress_stop(j->egress);
+  j->egress = NULL;
   agt_warm_discard(d, w, 1);
   agt_cgroup_destroy(&d->cgroup, j->name, NULL);
   return -1;
