@@ -51,24 +51,41 @@ int agt_rpc_read_msg(agt_rpc_t *r, json_t **msg, agt_error_t *err)
   }
 }
 
-int agt_rpc_call(agt_rpc_t *r, const char *method, json_t *params, json_t **result,
-                 agt_error_t *err)
+int agt_rpc_send(agt_rpc_t *r, const char *method, json_t *params, uint64_t *id, agt_error_t *err)
 {
-  uint64_t id = ++r->next_id, got;
-  json_t *req = agt_msg_request(id, method, params);
+  json_t *req;
   unsigned char *frame;
   size_t len;
   int ret;
 
-  *result = NULL;
+  *id = ++r->next_id;
+  req = agt_msg_request(*id, method, params);
   ret = agt_frame_encode(req, &frame, &len, err);
   json_decref(req);
   if (ret < 0)
     return -1;
   ret = agt_rpc_send_raw(r, frame, len, err);
   free(frame);
-  if (ret < 0)
+  return ret;
+}
+
+int agt_rpc_call(agt_rpc_t *r, const char *method, json_t *params, json_t **result,
+                 agt_error_t *err)
+{
+  uint64_t id;
+
+  *result = NULL;
+  if (agt_rpc_send(r, method, params, &id, err) < 0)
     return -1;
+  return agt_rpc_await(r, id, result, err);
+}
+
+int agt_rpc_await(agt_rpc_t *r, uint64_t id, json_t **result, agt_error_t *err)
+{
+  uint64_t got;
+  int ret;
+
+  *result = NULL;
   for (;;) {
     json_t *msg, *res;
     if (agt_rpc_read_msg(r, &msg, err) < 0)

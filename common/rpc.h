@@ -24,6 +24,9 @@ int agt_rpc_open_fd(agt_rpc_t *r, int fd, agt_error_t *err);
 /* One request, one reply.  params is borrowed (NULL for {}).  *result is a new reference. */
 int agt_rpc_call(agt_rpc_t *r, const char *method, json_t *params, json_t **result,
                  agt_error_t *err);
+/* The same in two steps: send the request (its id in *id), then wait for its reply. */
+int agt_rpc_send(agt_rpc_t *r, const char *method, json_t *params, uint64_t *id, agt_error_t *err);
+int agt_rpc_await(agt_rpc_t *r, uint64_t id, json_t **result, agt_error_t *err);
 /* Send raw bytes (tests use it to send malformed frames). */
 int agt_rpc_send_raw(agt_rpc_t *r, const void *data, size_t len, agt_error_t *err);
 /* Read the next frame, whatever it is. */

@@ -668,10 +668,11 @@ static void relay_one(struct ctl *c, const char *name, uint64_t port, int conn)
 
 static int jail_port(struct ctl *c, int argc, char **argv, agt_error_t *err)
 {
-  uint64_t gport, lport = 0;
+  uint64_t gport, lport = 0, watch_id;
   struct sockaddr_in sa;
   socklen_t len = sizeof sa;
   int fd, one = 1;
+  agt_rpc_t watch;
 
   if (argc < 3 || agt_parse_u64("guest port", argv[2], &gport, err) < 0 || gport == 0 ||
       gport > 65535)
@@ -679,12 +680,34 @@ static int jail_port(struct ctl *c, int argc, char **argv, agt_error_t *err)
                           "usage: agtd ctl jail port NAME GUESTPORT [LOCALPORT]");
   if (argc > 3 && (agt_parse_u64("local port", argv[3], &lport, err) < 0 || lport > 65535))
     return agt_error_kind(err, AGT_E_INVALID, "local port '%s' is out of range", argv[3]);
-  /* Ask once up front, so a wrong name fails here rather than per connection. */
+  /* Ask once up front, so a wrong name or a jail that is not running fails here rather
+   * than per connection. */
   {
     json_t *res;
+    const char *state;
     if (call(c, "jail.inspect", json_pack("{s:s}", "name", argv[1]), &res, err) < 0)
       return -1;
+    state = json_string_value(json_object_get(res, "state"));
+    if (state == NULL || (strcmp(state, "running") != 0 && strcmp(state, "starting") != 0)) {
+      agt_error_kind(err, AGT_E_STATE,
+                     "jail '%s' is %s: only a running jail's ports can be reached", argv[1],
+                     state ? state : "in no known state");
+      json_decref(res);
+      return -1;
+    }
     json_decref(res);
+  }
+  /* The jail's end, or agtd's, ends the forwarding: a connection of its own waits for it. */
+  if (agt_rpc_connect_unix(&watch, c->socket, err) < 0)
+    return -1;
+  {
+    json_t *params = json_pack("{s:s}", "name", argv[1]);
+    int rc = agt_rpc_send(&watch, "jail.wait", params, &watch_id, err);
+    json_decref(params);
+    if (rc < 0) {
+      agt_rpc_close(&watch);
+      return -1;
+    }
   }
   fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   memset(&sa, 0, sizeof sa);
@@ -700,16 +723,38 @@ static int jail_port(struct ctl *c, int argc, char **argv, agt_error_t *err)
   fflush(stdout);
   signal(SIGCHLD, SIG_IGN); /* children reap themselves */
   for (;;) {
-    int conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+    struct pollfd pf[2] = {{.fd = fd, .events = POLLIN}, {.fd = watch.fd, .events = POLLIN}};
+    int conn;
     pid_t pid;
-    if (conn < 0) {
+
+    if (poll(pf, 2, -1) < 0) {
       if (errno == EINTR)
+        continue;
+      return agt_error_make(err, errno, "poll");
+    }
+    if (pf[1].revents) {
+      json_t *res;
+      int rc = agt_rpc_await(&watch, watch_id, &res, err);
+      agt_rpc_close(&watch);
+      close(fd);
+      if (rc < 0)
+        return agt_error_wrap(err, "forwarding to jail '%s' stopped", argv[1]);
+      json_decref(res);
+      fprintf(stderr, "agtd ctl: jail '%s' ended: forwarding stopped\n", argv[1]);
+      return 0;
+    }
+    if (!pf[0].revents)
+      continue;
+    conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+    if (conn < 0) {
+      if (errno == EINTR || errno == ECONNABORTED)
         continue;
       return agt_error_make(err, errno, "accept");
     }
     pid = fork();
     if (pid == 0) {
       close(fd);
+      close(watch.fd);
       relay_one(c, argv[1], gport, conn);
       _exit(0);
     }

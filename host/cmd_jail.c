@@ -983,7 +983,7 @@ static int jail_net(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 static const struct agt_cmd_help port_help = {
     "agt jail port NAME GUESTPORT [LOCALPORT]",
     "Forward this machine's 127.0.0.1:LOCALPORT (GUESTPORT; 0: any free port) to GUESTPORT on "
-    "the jail's loopback, through agtd, until ctrl-c.",
+    "the jail's loopback, through agtd, until ctrl-c or the jail's end.",
     NULL};
 
 static int parse_port(const char *what, const char *s, int zero_ok, unsigned *out, agt_error_t *err)

@@ -186,6 +186,34 @@ static void relay_free(struct relay *r)
   free(r);
 }
 
+/* The jail's end (or agtd's going away) ends the forwarding: a connection of its own waits
+ * for it with jail.wait. */
+static int watch_jail(struct agt_portfwd *p, agt_rpc_t *watch, agt_error_t *err)
+{
+  json_t *params = json_pack("{s:s}", "name", p->jail);
+  uint64_t id;
+  int rc = agt_target_open(p->target, watch, err);
+
+  if (rc == 0)
+    rc = agt_rpc_send(watch, "jail.wait", params, &id, err);
+  json_decref(params);
+  if (rc < 0)
+    agt_rpc_close(watch);
+  return rc;
+}
+
+static int jail_ended(struct agt_portfwd *p, agt_rpc_t *watch, agt_error_t *err)
+{
+  json_t *res;
+
+  if (agt_rpc_await(watch, watch->next_id, &res, err) < 0)
+    return agt_error_wrap(err, "forwarding to jail '%s' stopped", p->jail);
+  json_decref(res);
+  if (!p->quiet)
+    fprintf(stderr, "agt: jail '%s' ended: forwarding stopped\n", p->jail);
+  return 0;
+}
+
 int agt_portfwd_run(struct agt_portfwd *p, agt_error_t *err)
 {
   static const int sigs[] = {SIGINT, SIGTERM};
@@ -196,12 +224,18 @@ int agt_portfwd_run(struct agt_portfwd *p, agt_error_t *err)
   size_t cap = 0;
   unsigned port = 0;
   int lfd, ret = 0;
+  agt_rpc_t watch;
 
   lfd = listen_on(p->local_port, &port, err);
   if (lfd < 0)
     return -1;
+  if (watch_jail(p, &watch, err) < 0) {
+    close(lfd);
+    return -1;
+  }
   if (pipe(stop_pipe) < 0) {
     close(lfd);
+    agt_rpc_close(&watch);
     return agt_error_make(err, errno, "pipe");
   }
   set_flags(stop_pipe[0]);
@@ -228,7 +262,7 @@ int agt_portfwd_run(struct agt_portfwd *p, agt_error_t *err)
       nr++;
       pp = &r->next;
     }
-    if (2 * nr + 2 > cap) {
+    if (2 * nr + 3 > cap) {
       cap = 2 * nr + 16;
       pf = xrealloc(pf, cap * sizeof *pf);
       pr = xrealloc(pr, cap * sizeof *pr);
@@ -237,6 +271,9 @@ int agt_portfwd_run(struct agt_portfwd *p, agt_error_t *err)
     pf[n].events = POLLIN;
     pr[n++] = NULL;
     pf[n].fd = lfd;
+    pf[n].events = POLLIN;
+    pr[n++] = NULL;
+    pf[n].fd = watch.fd;
     pf[n].events = POLLIN;
     pr[n++] = NULL;
     for (struct relay *r = relays; r; r = r->next)
@@ -262,7 +299,11 @@ int agt_portfwd_run(struct agt_portfwd *p, agt_error_t *err)
     }
     if (pf[0].revents)
       break; /* SIGINT or SIGTERM */
-    for (size_t i = 2; i < n; i++) {
+    if (pf[2].revents) {
+      ret = jail_ended(p, &watch, err);
+      break;
+    }
+    for (size_t i = 3; i < n; i++) {
       struct relay *r = pr[i];
       int side = r->fd[0] == pf[i].fd ? 0 : 1;
       if ((pf[i].revents & (POLLIN | POLLHUP | POLLERR)) && r->h[side].len == 0 &&
@@ -295,6 +336,7 @@ int agt_portfwd_run(struct agt_portfwd *p, agt_error_t *err)
   free(pf);
   free(pr);
   close(lfd);
+  agt_rpc_close(&watch);
   for (int i = 0; i < 2; i++)
     sigaction(sigs[i], &old[i], NULL);
   close(stop_pipe[0]);

@@ -18,8 +18,8 @@ struct agt_portfwd {
   void *ctx;
 };
 
-/* Listen and relay until SIGINT or SIGTERM (then 0), or a failure of the listening
- * socket. */
+/* Listen and relay until SIGINT or SIGTERM or the jail's end (then 0), or a failure of the
+ * listening socket or of the connection to agtd. */
 int agt_portfwd_run(struct agt_portfwd *p, agt_error_t *err);
 
 #endif

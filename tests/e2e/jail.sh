@@ -7,10 +7,10 @@
 #   what was printed meanwhile, detach keys from the config; run of a command shows its
 #   output and exits with its code; exec; logs -f loses nothing under 57 MB written as
 #   fast as the jail can; port reaches a server on the jail's loopback (several
-#   connections, a large body); --allow and the agents.NAME.allow config against a test
-#   HTTP server, and agt jail net showing the allowed and the refused request; jail ls;
-#   secrets by --env NAME, --env-file and jail.env reach the agent but not agt's command
-#   line, agt jail inspect or agtd's log.
+#   connections, a large body) and ends with its jail; --allow and the agents.NAME.allow
+#   config against a test HTTP server, and agt jail net showing the allowed and the refused
+#   request; jail ls; secrets by --env NAME, --env-file and jail.env reach the agent but
+#   not agt's command line, agt jail inspect or agtd's log.
 #
 # Needs root and Linux, tmux, curl and ss.  A missing prerequisite is a failure.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -237,6 +237,15 @@ check "a port nothing listens on in the jail is reported" wait_until 5 grep -q "
 kill -INT "$PORTER"
 wait "$PORTER"
 PORTER=
+"$AGT" jail port web 8080 0 >"$T/port3.out" 2>"$T/port3.err" &
+PORTER=$!
+wait_until 10 grep -q forwarding "$T/port3.out"
+agt jail stop web >/dev/null
+check "agt jail port ends with its jail" wait_until 10 sh -c "! kill -0 $PORTER 2>/dev/null"
+wait "$PORTER"
+is "with status 0" "$?" 0
+PORTER=
+like "saying so" "$(cat "$T/port3.err")" "^agt: jail 'web' ended: forwarding stopped$"
 run agt jail port b1 8080 0
 is "agt jail port of an exited jail fails" "$RC" 1
 like "saying so" "$ERR" "jail 'b1' is exited"

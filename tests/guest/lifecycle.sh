@@ -142,3 +142,50 @@ agtd_stop
 agtd_start
 check "a jail directory without a record is removed at agtd's start" test ! -e "$STATE/jails/ghost"
 like "saying so in the log" "$(cat "$T/agtd.log")" "removing '.*/jails/ghost': no record"
+
+# jail port lasts as long as its jail, and no longer than agtd.
+# wait_exit PID: wait up to 5 s for PID to end; its status in $ST, or "running".
+wait_exit() {
+  for _ in $(seq 1 100); do
+    kill -0 "$1" 2>/dev/null || break
+    sleep 0.05
+  done
+  if kill -0 "$1" 2>/dev/null; then
+    kill "$1"
+    wait "$1" 2>/dev/null
+    ST=running
+  else
+    wait "$1"
+    ST=$?
+  fi
+}
+port_up() {
+  for _ in $(seq 1 100); do
+    grep -q '^forwarding 127.0.0.1:' "$1" && return 0
+    sleep 0.05
+  done
+  return 1
+}
+ctl jail run --name pf --rootfs "$R" -- /bin/sleep 60 >/dev/null
+ctl jail port pf 8080 0 >"$T/pf.out" 2>&1 &
+PF=$!
+check "jail port listens" port_up "$T/pf.out"
+ctl jail stop pf 1000 >/dev/null
+wait_exit $PF
+is "jail port ends with its jail, with status 0" "$ST" 0
+like "saying so" "$(cat "$T/pf.out")" "jail 'pf' ended: forwarding stopped"
+out=$(ctl jail port pf 8080 0 2>&1)
+is "jail port of an exited jail fails" "$?" 1
+like "saying so" "$out" "jail 'pf' is exited: only a running jail's ports can be reached"
+ctl jail rm pf >/dev/null
+ctl jail run --name pf --rootfs "$R" -- /bin/sleep 60 >/dev/null
+ctl jail port pf 8080 0 >"$T/pf.out" 2>&1 &
+PF=$!
+port_up "$T/pf.out"
+kill -KILL "$AGTD_PID"
+wait "$AGTD_PID" 2>/dev/null
+AGTD_PID=
+wait_exit $PF
+is "jail port ends when agtd goes away, with status 1" "$ST" 1
+like "saying so" "$(cat "$T/pf.out")" "forwarding to jail 'pf' stopped"
+agtd_start
