@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fsutil.h"
 #include "xalloc.h"
 
 int agt_cgroup_root_init_at(struct agt_cgroup_root *r, const char *parent, const char *fsroot,
@@ -158,6 +159,24 @@ int agt_cgroup_stats(struct agt_cgroup_root *r, const char *jail, struct agt_cgr
 char *agt_cgroup_path(struct agt_cgroup_root *r, const char *jail)
 {
   return xasprintf("%s/%s", r->version == 2 ? r->v2_base : r->v1_base[0], jail);
+}
+
+int agt_cgroup_rt_budget(struct agt_cgroup_root *r, const char *jail, uint64_t usec,
+                         agt_error_t *err)
+{
+  cleanup_free char *file = NULL;
+  char buf[32];
+
+  if (r->version != 1)
+    return 0;
+  file = jail ? xasprintf("%s/%s/cpu.rt_runtime_us", r->v1_base[2], jail)
+              : xasprintf("%s/cpu.rt_runtime_us", r->v1_base[2]);
+  if (access(file, F_OK) < 0)
+    return 0;
+  snprintf(buf, sizeof buf, "%llu", (unsigned long long)usec);
+  if (agt_write_str(file, buf, err) < 0)
+    return -1;
+  return 1;
 }
 
 int agt_cgroup_kill_procs(const char *procs_file)

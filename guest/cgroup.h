@@ -54,6 +54,11 @@ int agt_cgroup_attach(struct agt_cgroup_root *r, const char *jail, pid_t pid, ag
  * still exiting: call again. */
 int agt_cgroup_destroy(struct agt_cgroup_root *r, const char *jail, agt_error_t *err);
 int agt_cgroup_stats(struct agt_cgroup_root *r, const char *jail, struct agt_cgroup_stats *s);
+/* cgroup v1 with RT group scheduling: give the jail's cgroup (NULL: agtd's parent) a
+ * realtime budget of usec a second, 0 to take it back.  0 when there is no such thing to
+ * give (cgroup v2, or no RT group scheduling): realtime tasks need no budget then. */
+int agt_cgroup_rt_budget(struct agt_cgroup_root *r, const char *jail, uint64_t usec,
+                         agt_error_t *err);
 /* The directory of the jail's cgroup in the memory (v1) or unified (v2) hierarchy;
  * newly allocated. */
 char *agt_cgroup_path(struct agt_cgroup_root *r, const char *jail);

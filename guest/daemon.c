@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "console_log.h"
 #include "fsutil.h"
 #include "jail.h"
 #include "rootfs/rootfs.h"
@@ -105,6 +106,19 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
     }
     d->cgroup.fast_attach = r >= 0;
   }
+  if (!cfg->keep_console_loglevel) {
+    agt_error_t e = NULL;
+    int was, r = agt_console_log_quiet(&was, &e);
+
+    if (r < 0) {
+      agtd_log("console: %s; a jail's out-of-memory kill may print on it and hold a CPU", e->msg);
+      agt_error_release(&e);
+    } else if (r > 0) {
+      agtd_log("console: kernel messages of level %d and above go to the kernel log only "
+               "(console loglevel %d, was %d; see agtd serve --help)",
+               AGT_CONSOLE_LOGLEVEL, AGT_CONSOLE_LOGLEVEL, was);
+    }
+  }
   if (agt_seccomp_compile(&d->seccomp, err) < 0 ||
       agt_seccomp_compile_split(&d->seccomp_ahead, &d->seccomp_tail, err) < 0)
     return agt_error_wrap(err, "seccomp filter");
@@ -113,6 +127,7 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
   if (agt_jail_load_all(d, err) < 0)
     return -1;
   agt_warm_init(d, cfg->warm, d->cgroup.fast_attach);
+  agt_start_prio_init(d, cfg->no_realtime);
   if (agt_server_listen(d, err) < 0)
     return -1;
   uv_signal_init(loop, &d->sigterm);
@@ -154,6 +169,7 @@ void agtd_release(agtd_t *d)
 {
   /* Close every handle first (their callbacks still see the jails), then free the jails. */
   d->shutting_down = 1;
+  agt_start_prio_release(d);
   uv_walk(d->loop, close_walk_cb, NULL);
   uv_run(d->loop, UV_RUN_DEFAULT);
   while (d->jails) {

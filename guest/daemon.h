@@ -10,6 +10,7 @@
 #include "cgroup.h"
 #include "disk.h"
 #include "jail_warm.h"
+#include "start_prio.h"
 #include "error.h"
 #include "jail_seccomp.h"
 #include "netns_pool.h"
@@ -27,6 +28,8 @@ struct agtd_config {
   unsigned netns_pool;       /* network namespaces made ahead of time (0: none) */
   unsigned warm;             /* prepared jails kept ready (0: none) */
   int no_favordynmods;       /* cgroup v1: leave the kernel's favordynmods flag alone */
+  int no_realtime;           /* starts never run SCHED_FIFO (start_prio.h) */
+  int keep_console_loglevel; /* leave the kernel's console loglevel alone (console_log.h) */
   uint64_t disk_size;        /* size of a new jails.img: 0 half the free space, UINT64_MAX none */
   const char *const *workspace_roots; /* a workspace must lie under one of these */
   size_t nworkspace_roots;
@@ -50,8 +53,9 @@ struct agtd_s {
   struct agt_seccomp_prog seccomp;
   struct agt_seccomp_prog seccomp_ahead, seccomp_tail; /* the same, split for prepared jails */
   struct agt_netns_pool netns;
-  struct agt_disk disk;      /* the jails' writable layers */
-  struct agt_warm_pool warm; /* prepared jails */
+  struct agt_disk disk;       /* the jails' writable layers */
+  struct agt_warm_pool warm;  /* prepared jails */
+  struct agt_start_prio prio; /* realtime scheduling of starts */
   int shutting_down;
   time_t started;
 };

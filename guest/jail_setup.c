@@ -26,6 +26,8 @@
 #include <grp.h>
 #include <unistd.h>
 
+#include "start_prio.h"
+
 /* Landlock ABI 6 (Linux 6.12) scope; older kernel headers lack it. */
 #define AGT_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
 
@@ -347,6 +349,9 @@ static void drop_privileges(const struct agt_spawn_plan *p)
   rl.rlim_cur = rl.rlim_max = 0;
   if (setrlimit(RLIMIT_CORE, &rl) < 0)
     fail("setrlimit CORE", "", errno);
+  /* nothing in the jail may make itself realtime (a prepared jail's start is, start_prio.h) */
+  if (setrlimit(RLIMIT_RTPRIO, &rl) < 0)
+    fail("setrlimit RTPRIO", "", errno);
   if (setgroups(1, &p->gid) < 0)
     fail("setgroups", "", errno);
   if (setresgid(p->gid, p->gid, p->gid) < 0)
@@ -543,10 +548,26 @@ static void tidy_fds(const struct agt_spawn_plan *p)
   syscall(SYS_close_range, AGT_CHILD_FIRST_FREE, ~0U, 0);
 }
 
+/* A prepared jail runs SCHED_FIFO from its ready byte to its agent's exec (start_prio.h). */
+static int realtime;
+
+static void set_policy(pid_t pid, int policy, int prio)
+{
+  struct sched_param sp = {.sched_priority = prio};
+
+  /* failing that, normal priority (a process may always lower its own) */
+  if (sched_setscheduler(pid, policy, &sp) < 0 && (policy & ~SCHED_RESET_ON_FORK) != SCHED_OTHER)
+    set_policy(pid, SCHED_OTHER | (policy & SCHED_RESET_ON_FORK), 0);
+}
+
 /* The last steps of both a jail's init and an exec: drop to the jail's user, Landlock and
  * seccomp, start the agent (or command) and stay as its init. */
 static int agent_main(void *p)
 {
+  /* The exec under the init's priority and agtd's; whatever it forks is SCHED_OTHER, and it
+   * cannot undo that. */
+  if (realtime)
+    set_policy(0, SCHED_FIFO | SCHED_RESET_ON_FORK, AGT_PRIO_AGENT);
   exec_agent(p);
 }
 
@@ -571,10 +592,14 @@ __attribute__((noreturn)) static void confine_and_run(const struct agt_spawn_pla
   pid = clone(agent_main, stack + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, (void *)p);
   if (pid < 0)
     fail("start the agent", "", errno);
-  /* The agent has exec'd: the status pipe's EOF (this copy closed) tells agtd, first. */
+  /* The agent has exec'd: the status pipe's EOF (this copy closed) tells agtd, which takes
+   * the agent back to normal priority (not this process: woken by the exec, it may come
+   * before the exec's end).  Then this process (as SCHED_OTHER it may wait for a CPU). */
   close(AGT_CHILD_STATUS_FD);
   close(AGT_CHILD_OUT_FD);
   close(AGT_CHILD_ERR_FD);
+  if (realtime)
+    set_policy(0, SCHED_OTHER, 0);
   munmap(stack, stack_size);
   run_init(pid);
 }
@@ -767,6 +792,11 @@ void agt_jail_child(const struct agt_spawn_plan *p)
      * rules for what the claim still does (its mounts, the cgroup namespace) come after it. */
     if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, p->seccomp_ahead, 0, 0) < 0)
       fail("load the seccomp filter ahead", "", errno);
+    if (p->realtime) {
+      /* no budget in its cgroup (cgroup v1), no permission: at normal priority then */
+      struct sched_param sp = {.sched_priority = AGT_PRIO_INIT};
+      realtime = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
+    }
     /* agtd hands out only a prepared jail that said so: its directory may be renamed now */
     if (send(AGT_CHILD_SYNC_FD, "r", 1, MSG_NOSIGNAL) != 1)
       _exit(126);

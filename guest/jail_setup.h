@@ -46,7 +46,8 @@ struct agt_claim {
 #define AGT_CLAIM_MAX (192u * 1024)
 
 struct agt_spawn_plan {
-  int warm; /* a prepared jail: no workspace or hostname yet, it waits for its claim */
+  int warm;     /* a prepared jail: no workspace or hostname yet, it waits for its claim */
+  int realtime; /* a prepared jail: SCHED_FIFO from its ready byte to the agent's exec */
   const char *passwd, *group; /* a prepared jail: for uid and gid, the likely jail user */
   int landlock_fd;            /* a Landlock ruleset made ahead, or -1 (made at the end) */
   /* A prepared jail loads seccomp_ahead before its claim and `seccomp` (the rest) after. */

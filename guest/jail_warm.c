@@ -178,6 +178,9 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   if (agt_cgroup_create(&d->cgroup, w->name, &w->limits, err) < 0)
     goto fail;
   cgroup_made = 1;
+  /* Without its budget (the parent's is spent) this one starts at normal priority. */
+  if (d->prio.budgets)
+    agt_cgroup_rt_budget(&d->cgroup, w->name, AGT_RT_BUDGET_US, NULL);
   if (pipe_pair(status, err) < 0 || pipe_pair(out, err) < 0 || pipe_pair(errp, err) < 0)
     goto fail;
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0 ||
@@ -194,6 +197,7 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   memset(&plan, 0, sizeof plan);
   plan.landlock_fd = -1;
   plan.warm = 1;
+  plan.realtime = d->prio.enabled;
   agt_jail_overlay_opts(d, d->warm.rootfs_path, w->dir, plan.overlay_opts,
                         sizeof plan.overlay_opts);
   plan.jail_dir = w->dir;
@@ -273,20 +277,6 @@ fail_nodir:
   return -1;
 }
 
-/* A start waiting for its agent's exec: building a prepared jail now (a clone of agtd, a
- * subvolume, cgroups: milliseconds on the loop, and the new jail's setup on a CPU) would
- * come first.  A start stuck for a second no longer holds the pool back. */
-static int start_in_flight(struct agtd_s *d)
-{
-  uint64_t now = agt_now_ns();
-
-  for (struct agt_jail_s *j = d->jails; j; j = j->next)
-    if (j->state == AGT_JAIL_STARTING && j->start_request_ns &&
-        now - j->start_request_ns < 1000000000ull)
-      return 1;
-  return 0;
-}
-
 static void fill_cb(uv_timer_t *t)
 {
   struct agtd_s *d = t->data;
@@ -297,7 +287,7 @@ static void fill_cb(uv_timer_t *t)
   sweep_dead(d);
   if (d->warm.n >= d->warm.target)
     return;
-  if (start_in_flight(d)) {
+  if (agt_starts_in_flight(d)) {
     /* the start's end calls agt_warm_refill; this is the fallback */
     uv_timer_start(&d->warm.timer, fill_cb, REFILL_LATER_MS, 0);
     return;

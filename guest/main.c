@@ -24,6 +24,8 @@ enum {
   OPT_NO_FAVORDYNMODS,
   OPT_DISK_SIZE,
   OPT_WARM,
+  OPT_NO_REALTIME,
+  OPT_KEEP_CONSOLE_LOGLEVEL,
 };
 
 static const struct agt_opt serve_opts[] = {
@@ -42,6 +44,12 @@ static const struct agt_opt serve_opts[] = {
     {OPT_NO_FAVORDYNMODS, "no-favordynmods", NULL,
      "leave the kernel's cgroup flag favordynmods off (cgroup moves then wait for RCU: no "
      "prepared jails, and on cgroup v1 every start waits ~10 ms more)"},
+    {OPT_NO_REALTIME, "no-realtime", NULL,
+     "run starts at normal priority (else agtd's loop and a prepared jail run SCHED_FIFO "
+     "from a jail.run to its agent's exec)"},
+    {OPT_KEEP_CONSOLE_LOGLEVEL, "keep-console-loglevel", NULL,
+     "leave the kernel's console loglevel alone (else set to 3: a jail's out-of-memory kill, "
+     "printed on a serial console, holds a CPU for milliseconds)"},
     {OPT_WORKSPACE_ROOT, "workspace-root", "DIR",
      "allow workspaces under DIR (repeatable; /home, /Users and the state's workspaces)"},
     {0, NULL, NULL, NULL},
@@ -92,6 +100,12 @@ static int serve_opt(void *ctx, int key, const char *arg, agt_error_t *err)
     return 0;
   case OPT_NO_FAVORDYNMODS:
     a->cfg.no_favordynmods = 1;
+    return 0;
+  case OPT_NO_REALTIME:
+    a->cfg.no_realtime = 1;
+    return 0;
+  case OPT_KEEP_CONSOLE_LOGLEVEL:
+    a->cfg.keep_console_loglevel = 1;
     return 0;
   case OPT_NETNS_POOL:
     if (agt_parse_u64("--netns-pool", arg, &v, err) < 0)

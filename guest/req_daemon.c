@@ -39,6 +39,8 @@ int agt_req_daemon_status(agt_req_t *req, json_t **result, agt_error_t *err)
                       json_pack("{s:b, s:I, s:I, s:s?}", "enabled", d->warm.enabled, "ready",
                                 (json_int_t)agt_warm_ready(d), "target", (json_int_t)d->warm.target,
                                 "rootfs", d->warm.rootfs_id));
+  /* Whether starts run SCHED_FIFO (start_prio.h). */
+  json_object_set_new(*result, "realtime_starts", json_boolean(d->prio.enabled));
   /* Where the jails' writable layers are and whether each has a disk limit. */
   if (d->disk.enabled)
     json_object_set_new(

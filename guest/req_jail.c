@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base64.h"
+#include "daemon.h"
 #include "jail.h"
 #include "server.h"
 #include "jail_exec.h"
@@ -28,9 +29,11 @@ static int find(agt_req_t *req, agt_jail_t **out, agt_error_t *err)
 
 static int start_and_wait(agt_req_t *req, agt_jail_t *j, uint64_t t0, agt_error_t *err)
 {
+  agt_start_prio_boost(req->d);
   j->start_request_ns = t0;
   if (agt_jail_start(j, err) < 0) {
     j->start_request_ns = 0;
+    agt_start_prio_settle(req->d);
     return -1;
   }
   agt_pending_add(&j->start_waiters, req);
@@ -54,8 +57,11 @@ int agt_req_jail_run(agt_req_t *req, json_t **result, agt_error_t *err)
   int r;
 
   (void)result;
-  if (agt_jail_create_for_run(req->d, req->params, &j, err) < 0)
+  agt_start_prio_boost(req->d); /* from the request on (start_prio.h) */
+  if (agt_jail_create_for_run(req->d, req->params, &j, err) < 0) {
+    agt_start_prio_settle(req->d);
     return -1;
+  }
   j->rm_if_no_start = 1; /* a jail that cannot start is not left behind */
   r = start_and_wait(req, j, t0, err);
   if (r < 0) {

@@ -291,6 +291,7 @@ static void status_eof(agt_jail_t *j)
   }
   j->rm_if_no_start = 0;
   j->exec_ns = agt_now_ns();
+  agt_start_prio_exec(j->d, j);
   if (j->console_fd >= 0) {
     agt_error_t err = NULL;
     if (take_terminal(j, &err) < 0) {
@@ -313,6 +314,7 @@ static void status_eof(agt_jail_t *j)
   }
   j->start_request_ns = 0;
   agt_jail_save(j, NULL);
+  agt_start_prio_settle(j->d);
 }
 
 static void status_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
@@ -429,6 +431,7 @@ static void cgroup_retry_cb(uv_timer_t *t)
 
 void agt_jail_run_finished(agt_jail_t *j)
 {
+  struct agtd_s *d = j->d;
   json_t *info;
 
   close(j->pidfd);
@@ -474,4 +477,5 @@ void agt_jail_run_finished(agt_jail_t *j)
     agt_error_release(&err);
   }
   cleanup_cgroup(j);
+  agt_start_prio_settle(d);
 }

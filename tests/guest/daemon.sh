@@ -20,6 +20,20 @@ TAP_FAILED=$((TAP_FAILED + $(grep -c '^not ok' "$T/frames.out")))
 check "agtd survived the bad frames" kill -0 "$AGTD_PID"
 like "and still answers" "$(ctl hello)" "^agtd "
 
+# The console loglevel (guest/console_log.h): kernel errors, a jail's out-of-memory kill
+# among them, go to the kernel log and not to a (serial) console.
+check "agtd keeps kernel errors off the console (console loglevel <= 3)" \
+  test "$(cut -f1 /proc/sys/kernel/printk)" -le 3
+agtd_stop
+read -r l1 l2 l3 l4 </proc/sys/kernel/printk
+echo "7 $l2 $l3 $l4" >/proc/sys/kernel/printk
+agtd_start --keep-console-loglevel
+is "agtd serve --keep-console-loglevel leaves it alone" "$(cut -f1 /proc/sys/kernel/printk)" 7
+agtd_stop
+agtd_start
+is "otherwise agtd sets it to 3" "$(cut -f1 /proc/sys/kernel/printk)" 3
+like "and says so in its log" "$(cat "$T/agtd.log")" "console loglevel 3, was 7"
+
 # A group may be given the socket; an unknown group is a clear start-up error.
 agtd_stop
 out=$("$AGTD" serve --socket "$T/other.sock" --state-dir "$STATE" --cgroup "$CG" --group no-such-group-x 2>&1)

@@ -89,8 +89,42 @@ like "after the prepared jails were killed, a run still starts (cold)" "$out" \
   "^p6 started in [0-9.]+ ms$"
 check "and agtd prepares new ones" wait_ready
 
+# Realtime starts (guest/start_prio.h): a prepared jail waits SCHED_FIFO, and once its
+# agent runs, nothing in the jail is realtime, nothing it forks, and it cannot become so.
+policy() { awk '{ print $(NF - 11) "/" $(NF - 12) }' "/proc/$1/stat"; } # policy/rt_priority
+like "agtd runs starts realtime" "$(ctl status)" '"realtime_starts": true'
+wait_ready
+w=$(grep -l "/$CG/w-" /proc/[0-9]*/cgroup 2>/dev/null | cut -d/ -f3 | head -1)
+is "a prepared jail waits SCHED_FIFO, priority 2" "$(policy "$w")" 1/2
+CPUCG=/sys/fs/cgroup/cpu/$CG
+if [ -e "$CPUCG/cpu.rt_runtime_us" ]; then
+  wcg=$(find "$CPUCG" -maxdepth 1 -name 'w-*' | head -1)
+  is "with a realtime budget in its cgroup (cgroup v1)" "$(cat "$wcg/cpu.rt_runtime_us")" 20000
+fi
+out=$(ctl jail run --name p7 --rootfs "$R" -- /bin/sh -c   'cut -d" " -f40,41 /proc/self/stat; grep "realtime priority" /proc/self/limits;
+   toybox chrt -f 1 true && echo went-realtime; exec probe sleep 100')
+like "a prepared jail runs it" "$out" "^p7 started in [0-9.]+ ms \(a prepared jail\)$"
+sleep 0.3
+pol=$(for p in $(grep -l "/$CG/p7" /proc/[0-9]*/cgroup | cut -d/ -f3); do policy "$p"; done |
+  sort -u | tr '\n' ' ')
+is "then every process in it is SCHED_OTHER" "$pol" "0/0 "
+is "agtd's loop too" "$(policy "$AGTD_PID")" 0/0
+[ -e "$CPUCG/cpu.rt_runtime_us" ] &&
+  is "the jail's realtime budget is given back" "$(cat "$CPUCG/p7/cpu.rt_runtime_us")" 0
+logs=$(ctl jail logs p7)
+like "what the agent forks is SCHED_OTHER" "$logs" "^0 0$"
+like "RLIMIT_RTPRIO is 0 in the jail" "$logs" "^Max realtime priority +0 +0"
+check "the jail cannot make itself realtime" test "$(printf '%s\n' "$logs" | grep -c went-realtime)" = 0
+ctl jail stop p7 100 >/dev/null
+ctl jail run --name p8 --rootfs "$R" --net open -- probe sleep 100 >/dev/null
+sleep 0.3
+pol=$(for p in $(grep -l "/$CG/p8" /proc/[0-9]*/cgroup | cut -d/ -f3); do policy "$p"; done |
+  sort -u | tr '\n' ' ')
+is "a cold start's processes are SCHED_OTHER (cloned by a realtime agtd)" "$pol" "0/0 "
+ctl jail stop p8 100 >/dev/null
+
 # Removing the rootfs takes its prepared jails with it.
-for j in p0 p1 p2 p4 p5 p6; do ctl jail rm "$j" >/dev/null; done
+for j in p0 p1 p2 p4 p5 p6 p7 p8; do ctl jail rm "$j" >/dev/null; done
 ctl rootfs rm "$R" >/dev/null
 is "rootfs rm discards the prepared jails on it" "$(warm ready)" 0
 is "their directories are gone" "$(ls -A "$STATE/jails" | grep -c '^\.w-')" 0
@@ -102,3 +136,7 @@ is "their processes are gone" "$(grep -l "/$CG/" /proc/[0-9]*/cgroup 2>/dev/null
 agtd_stop
 agtd_start --warm 0
 is "agtd serve --warm 0 prepares none" "$(warm enabled)" False
+agtd_stop
+agtd_start --no-realtime
+like "agtd serve --no-realtime: starts at normal priority" "$(ctl status)" '"realtime_starts": false'
+like "saying so in its log" "$(cat "$T/agtd.log")" "starts: normal priority \(--no-realtime\)"

@@ -2093,6 +2093,70 @@ static int v_diskfill(int argc, char **argv)
 }
 
 /* PROCS processes each open files until they are refused; hold them for SECONDS. */
+/* Realtime scheduling would let a jail take a CPU from everything else on the guest, and
+ * a prepared jail's start runs realtime until the agent's exec: once started, the agent
+ * and what it forks must be SCHED_OTHER, unable to go realtime or raise their priority. */
+struct rt_sched_attr {
+  uint32_t size, policy;
+  uint64_t flags;
+  int32_t nice;
+  uint32_t priority;
+  uint64_t runtime, deadline, period;
+};
+
+static void rt_try(const char *what, int policy, int prio)
+{
+  struct sched_param sp = {.sched_priority = prio};
+
+  if (sched_setscheduler(0, policy, &sp) == 0)
+    escaped("%s: the agent now runs realtime", what);
+  else
+    blocked("%s: %s", what, en(errno));
+}
+
+static int v_realtime(void)
+{
+  struct rt_sched_attr a = {.size = sizeof a,
+                            .policy = 6 /* SCHED_DEADLINE */,
+                            .runtime = 1000000,
+                            .deadline = 10000000,
+                            .period = 10000000};
+  struct rlimit rl;
+  int pol, st;
+  pid_t kid;
+
+  usleep(200000); /* agtd takes the jail back to SCHED_OTHER once it sees the exec */
+  pol = sched_getscheduler(0);
+  if (pol == SCHED_FIFO || pol == SCHED_RR)
+    escaped("the agent runs realtime (policy %d) after its start", pol);
+  else
+    blocked("the agent runs SCHED_OTHER after its start (policy %d)", pol);
+  kid = fork();
+  if (kid == 0)
+    _exit(sched_getscheduler(0) == SCHED_OTHER ? 0 : 1);
+  if (kid > 0 && waitpid(kid, &st, 0) == kid && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+    blocked("what the agent forks runs SCHED_OTHER");
+  else
+    escaped("what the agent forks does not run SCHED_OTHER");
+  if (getrlimit(RLIMIT_RTPRIO, &rl) == 0 && rl.rlim_cur == 0 && rl.rlim_max == 0)
+    blocked("RLIMIT_RTPRIO is 0");
+  else
+    escaped("RLIMIT_RTPRIO is not 0");
+  rt_try("sched_setscheduler(SCHED_FIFO, 1)", SCHED_FIFO, 1);
+  rt_try("sched_setscheduler(SCHED_RR, 99)", SCHED_RR, 99);
+  rt_try("sched_setscheduler(SCHED_FIFO | SCHED_RESET_ON_FORK, 1)",
+         SCHED_FIFO | SCHED_RESET_ON_FORK, 1);
+  if (syscall(SYS_sched_setattr, 0, &a, 0) == 0)
+    escaped("sched_setattr(SCHED_DEADLINE): the agent now has a deadline reservation");
+  else
+    blocked("sched_setattr(SCHED_DEADLINE): %s", en(errno));
+  if (setpriority(PRIO_PROCESS, 0, -5) == 0)
+    escaped("setpriority(-5): the agent raised its priority");
+  else
+    blocked("setpriority(-5): %s", en(errno));
+  return 0;
+}
+
 static int v_fdbomb(int argc, char **argv)
 {
   int procs = argc > 0 ? atoi(argv[0]) : 1;
@@ -2649,6 +2713,7 @@ int main(int argc, char **argv)
       {"memhog", 0, v_memhog, NULL},
       {"diskfill", 0, v_diskfill, NULL},
       {"fdbomb", 0, v_fdbomb, NULL},
+      {"realtime", 0, NULL, v_realtime},
       {"net", 0, v_net, NULL},
       {"xjail", 0, v_xjail, NULL},
       {"sleep", 0, v_sleep, NULL},

@@ -144,6 +144,47 @@ static void test_v1_limits(void **state)
   agt_cgroup_root_release(&r);
 }
 
+/* cgroup v1 with RT group scheduling: a realtime budget for a jail's cgroup and agtd's
+ * parent; without the file (no RT group scheduling) and on v2 there is nothing to give. */
+static void test_rt_budget(void **state)
+{
+  struct agt_cgroup_root r;
+  agt_error_t err = NULL;
+
+  (void)state;
+  mk("memory");
+  mk("pids");
+  mk("cpu");
+  assert_int_equal(agt_cgroup_root_init_at(&r, "agt", root, 1, &err), 0);
+  mk("cpu/agt/j");
+  assert_int_equal(agt_cgroup_rt_budget(&r, "j", 20000, &err), 0);
+  put("cpu/agt/cpu.rt_runtime_us", "0");
+  put("cpu/agt/j/cpu.rt_runtime_us", "0");
+  assert_int_equal(agt_cgroup_rt_budget(&r, NULL, 120000, &err), 1);
+  assert_string_equal(get("cpu/agt/cpu.rt_runtime_us"), "120000");
+  assert_int_equal(agt_cgroup_rt_budget(&r, "j", 20000, &err), 1);
+  assert_string_equal(get("cpu/agt/j/cpu.rt_runtime_us"), "20000");
+  assert_int_equal(agt_cgroup_rt_budget(&r, "j", 0, &err), 1);
+  assert_string_equal(get("cpu/agt/j/cpu.rt_runtime_us"), "0");
+  agt_cgroup_root_release(&r);
+}
+
+static void test_rt_budget_v2(void **state)
+{
+  struct agt_cgroup_root r;
+  agt_error_t err = NULL;
+
+  (void)state;
+  put("cgroup.subtree_control", "cpu memory pids\n");
+  mk("agt");
+  put("agt/cgroup.subtree_control", "cpu memory pids\n");
+  assert_int_equal(agt_cgroup_root_init_at(&r, "agt", root, 2, &err), 0);
+  assert_int_equal(agt_cgroup_rt_budget(&r, NULL, 120000, &err), 0);
+  assert_int_equal(agt_cgroup_rt_budget(&r, "j", 20000, &err), 0);
+  assert_null(err);
+  agt_cgroup_root_release(&r);
+}
+
 /* A prepared jail's cgroups become the jail's: renamed, limits written only when they differ
  * from the ones the prepared jail got. */
 static void test_v1_adopt(void **state)
@@ -237,6 +278,8 @@ int main(void)
       cmocka_unit_test_setup_teardown(test_v1_limits, setup, teardown),
       cmocka_unit_test_setup_teardown(test_v1_missing_controller, setup, teardown),
       cmocka_unit_test_setup_teardown(test_v1_adopt, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_rt_budget, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_rt_budget_v2, setup, teardown),
       cmocka_unit_test_setup_teardown(test_v2_adopt, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

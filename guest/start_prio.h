@@ -1,0 +1,50 @@
+/* Realtime scheduling for the path of a start, so that jails busy with the CPU do not
+ * stretch other jails' starts (docs/SECURITY.md, E15).  While a jail.run is in flight,
+ * agtd's loop thread runs SCHED_FIFO.  A prepared jail runs SCHED_FIFO from its ready byte
+ * to its agent's exec (jail_setup.c), the agent's exec one priority lower and with
+ * SCHED_RESET_ON_FORK; once agtd sees the exec (the status pipe's end) it takes the jail's
+ * processes back to SCHED_OTHER.  No code of the jail's runs realtime but the agent's first
+ * instructions, for as long as agtd (running above it) takes to be woken, and whatever it
+ * forks is SCHED_OTHER; RLIMIT_RTPRIO 0 keeps every jail from going realtime itself.  On
+ * cgroup v1 with RT group scheduling a prepared jail's cgroup gets a realtime budget for its
+ * start, taken back after the exec.  Whatever is missing (permission, budget), the start
+ * runs at normal priority, as with `agtd serve --no-realtime`. */
+#ifndef AGT_START_PRIO_H
+#define AGT_START_PRIO_H
+
+#include <uv.h>
+
+struct agtd_s;
+
+enum {
+  AGT_PRIO_AGTD = 3,  /* agtd's loop while a start is in flight */
+  AGT_PRIO_INIT = 2,  /* a prepared jail, from its ready byte to its agent's exec */
+  AGT_PRIO_AGENT = 1, /* the agent's exec, until its init takes it back */
+};
+
+/* A prepared jail's cgroup (cgroup v1 with RT group scheduling): realtime µs a second. */
+#define AGT_RT_BUDGET_US 20000
+
+struct agt_start_prio {
+  int enabled;      /* agtd could run SCHED_FIFO at its start */
+  int budgets;      /* cgroup v1 RT group scheduling: prepared jails' cgroups need a budget */
+  int boosted;      /* agtd's loop runs SCHED_FIFO now */
+  uv_timer_t timer; /* takes the boost back should a start hang */
+};
+
+/* Find out whether starts can run realtime; off: never. */
+void agt_start_prio_init(struct agtd_s *d, int off);
+/* Back to normal priority (the timer is closed with the loop's other handles). */
+void agt_start_prio_release(struct agtd_s *d);
+/* A start begins: agtd's loop runs SCHED_FIFO. */
+void agt_start_prio_boost(struct agtd_s *d);
+/* A start ended: agtd's loop goes back to SCHED_OTHER when no other is in flight. */
+void agt_start_prio_settle(struct agtd_s *d);
+/* A prepared jail's agent has exec'd: its init and agent back to SCHED_OTHER, its cgroup's
+ * realtime budget given back. */
+struct agt_jail_s;
+void agt_start_prio_exec(struct agtd_s *d, struct agt_jail_s *j);
+/* A start is waiting for its agent's exec (one stuck for a second does not count). */
+int agt_starts_in_flight(struct agtd_s *d);
+
+#endif
