@@ -550,6 +550,9 @@ static void tidy_fds(const struct agt_spawn_plan *p)
 
 /* A prepared jail runs SCHED_FIFO from its ready byte to its agent's exec (start_prio.h). */
 static int realtime;
+/* Until its exec, the agent shares this process's CPU (start_prio.h); then these. */
+static cpu_set_t agent_cpus;
+static int agent_pinned;
 
 static void set_policy(pid_t pid, int policy, int prio)
 {
@@ -568,12 +571,15 @@ static int agent_main(void *p)
    * cannot undo that. */
   if (realtime)
     set_policy(0, SCHED_FIFO | SCHED_RESET_ON_FORK, AGT_PRIO_AGENT);
+  if (agent_pinned)
+    sched_setaffinity(0, sizeof agent_cpus, &agent_cpus);
   exec_agent(p);
 }
 
 __attribute__((noreturn)) static void confine_and_run(const struct agt_spawn_plan *p)
 {
   const size_t stack_size = 256 * 1024;
+  int exec_seen[2] = {-1, -1};
   char *stack;
   pid_t pid;
 
@@ -589,13 +595,57 @@ __attribute__((noreturn)) static void confine_and_run(const struct agt_spawn_pla
                -1, 0);
   if (stack == MAP_FAILED)
     fail("map the agent's stack", "", errno);
-  pid = clone(agent_main, stack + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, (void *)p);
+  /* A realtime start: this process waits for the agent's exec on a pipe whose write end,
+   * at fd 3 (free since the claim; the agent's close_range spares it), the exec closes
+   * (close-on-exec), the moment the status pipe tells agtd.  Not in the clone as a vfork
+   * would: woken when the exec drops the shared memory, before the exec is through, it
+   * would take the CPU from the exec, which then goes on behind whatever else runs. */
+  if (realtime) {
+    /* the read end above the fixed fds, the write end at fd 3 */
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0)
+      fail("make the exec pipe", "", errno);
+    exec_seen[0] = fcntl(fds[0], F_DUPFD_CLOEXEC, AGT_CHILD_FIRST_FREE);
+    exec_seen[1] = fcntl(fds[1], F_DUPFD_CLOEXEC, AGT_CHILD_FIRST_FREE);
+    close(fds[0]);
+    close(fds[1]);
+    if (exec_seen[0] < 0 || exec_seen[1] < 0 ||
+        dup3(exec_seen[1], AGT_CHILD_SYNC_FD, O_CLOEXEC) != AGT_CHILD_SYNC_FD)
+      fail("make the exec pipe", "", errno);
+    close(exec_seen[1]);
+    /* Born on this CPU, where this process, woken by the exec, runs before the agent's
+     * first instruction (a new realtime task of this one's priority would be put on another
+     * CPU, and run its first instructions there before this process could take it back). */
+    cpu_set_t here;
+    int cpu = sched_getcpu();
+    if (cpu >= 0 && sched_getaffinity(0, sizeof agent_cpus, &agent_cpus) == 0) {
+      CPU_ZERO(&here);
+      CPU_SET(cpu, &here);
+      agent_pinned = sched_setaffinity(0, sizeof here, &here) == 0;
+    }
+  }
+  pid = clone(agent_main, stack + stack_size, CLONE_VM | SIGCHLD | (realtime ? 0 : CLONE_VFORK),
+              (void *)p);
   if (pid < 0)
     fail("start the agent", "", errno);
-  /* The agent has exec'd: the status pipe's EOF (this copy closed) tells agtd, which takes
-   * the agent back to normal priority (not this process: woken by the exec, it may come
-   * before the exec's end).  Then this process (as SCHED_OTHER it may wait for a CPU). */
+  if (agent_pinned)
+    sched_setaffinity(0, sizeof agent_cpus, &agent_cpus);
+  /* The status pipe's EOF (this copy closed, the agent's at its exec) tells agtd. */
   close(AGT_CHILD_STATUS_FD);
+  if (realtime) {
+    /* At the exec's close-on-exec, the agent back to normal priority before its first
+     * instruction (this process runs above it; agtd makes sure of it too, start_prio.h). */
+    char c;
+    ssize_t n;
+    close(AGT_CHILD_SYNC_FD);
+    do
+      n = read(exec_seen[0], &c, 1);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+      _exit(126); /* the agent may still use this memory: leave it, and the jail ends */
+    close(exec_seen[0]);
+    set_policy(pid, SCHED_OTHER | SCHED_RESET_ON_FORK, 0);
+  }
   close(AGT_CHILD_OUT_FD);
   close(AGT_CHILD_ERR_FD);
   if (realtime)

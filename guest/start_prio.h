@@ -2,12 +2,13 @@
  * stretch other jails' starts (docs/SECURITY.md, E15).  While a jail.run is in flight,
  * agtd's loop thread runs SCHED_FIFO.  A prepared jail runs SCHED_FIFO from its ready byte
  * to its agent's exec (jail_setup.c), the agent's exec one priority lower and with
- * SCHED_RESET_ON_FORK; once agtd sees the exec (the status pipe's end) it takes the jail's
- * processes back to SCHED_OTHER.  No code of the jail's runs realtime but the agent's first
- * instructions, for as long as agtd (running above it) takes to be woken, and whatever it
- * forks is SCHED_OTHER; RLIMIT_RTPRIO 0 keeps every jail from going realtime itself.  On
- * cgroup v1 with RT group scheduling a prepared jail's cgroup gets a realtime budget for its
- * start, taken back after the exec.  Whatever is missing (permission, budget), the start
+ * SCHED_RESET_ON_FORK.  The jail's init, on the CPU the agent was born on, waits for the
+ * exec's close-on-exec on a pipe and takes the agent back to SCHED_OTHER before its first
+ * instruction, then itself; once agtd sees the exec (the status pipe's end) it sets every
+ * process of the jail to SCHED_OTHER again.  No code of the jail's runs realtime, whatever
+ * it forks is SCHED_OTHER, and RLIMIT_RTPRIO 0 keeps every jail from going realtime itself.
+ * On cgroup v1 with RT group scheduling a prepared jail's cgroup gets a realtime budget for
+ * its start, taken back after the exec.  Whatever is missing (permission, budget), the start
  * runs at normal priority, as with `agtd serve --no-realtime`. */
 #ifndef AGT_START_PRIO_H
 #define AGT_START_PRIO_H

@@ -7,12 +7,14 @@
 # "ESCAPED:" line of the attack program is repeated as a comment, so the log is the evidence.
 . "$(dirname "$0")/../guest/lib.sh"
 : "${ATTACK:?ATTACK must name the static attack binary (meson sets it)}"
+: "${FIRST_INSN:?FIRST_INSN must name the first-instruction probe (meson sets it)}"
 
 command -v python3 >/dev/null || bail "the escape suite needs python3 (guest services to attack)"
 
 agtd_start
 m=$T/attack-rootfs.yaml
-sed -e "s|@PROBE@|$PROBE|" -e "s|@ATTACK@|$ATTACK|" "$SRCDIR/tests/security/attack-rootfs.yaml" >"$m"
+sed -e "s|@PROBE@|$PROBE|" -e "s|@ATTACK@|$ATTACK|" -e "s|@FIRST_INSN@|$FIRST_INSN|" \
+  "$SRCDIR/tests/security/attack-rootfs.yaml" >"$m"
 ctl rootfs build "$m" --no-download >"$T/rootfs.out" 2>&1 || {
   sed 's/^/# /' "$T/rootfs.out"
   bail "the attack rootfs did not build"
@@ -184,6 +186,18 @@ attack syscalls "E13 bpf, perf, userfaultfd, io_uring, keyrings, kexec, modules,
 # served by a prepared jail, whose start runs realtime until the agent's exec.
 attack realtime "E15 realtime scheduling after a realtime start: SCHED_FIFO, SCHED_RR, SCHED_DEADLINE, nice -5" \
   -- /bin/attack realtime
+# The agent's own code must not run realtime either, not even its first instruction (libc's
+# start-up would hide a short window: first-insn has none).
+: >"$T/first-insn.out"
+for i in $(seq 1 20); do
+  ctl jail run --name "fi-$i" --rootfs "$R" -- /bin/first-insn >>"$T/first-insn.out" 2>&1
+  ctl jail wait "fi-$i" >/dev/null
+  ctl jail logs "fi-$i" >>"$T/first-insn.out"
+  ctl jail rm "fi-$i" >/dev/null
+done
+grep '^first' "$T/first-insn.out" | sort | uniq -c | sed 's/^ */#   policies at the first instruction: /'
+is "E15 20 agents saw SCHED_OTHER at their first instruction (of $(grep -c 'a prepared jail' "$T/first-insn.out") started by a prepared jail)" \
+  "$(grep -c '^first 0$' "$T/first-insn.out")" 20
 
 # E14: signals.  The agent is pid 2, right under the jail's init.
 attack signals "E14 kill(-1), signals to the init, to agtd and to another jail" -- \
