@@ -312,9 +312,10 @@ static void status_eof(agt_jail_t *j)
     agt_pending_answer(&j->start_waiters, info, NULL);
     json_decref(info);
   }
+  /* The start is over once it is answered: the rest at normal priority, behind the agent. */
   j->start_request_ns = 0;
-  agt_jail_save(j, NULL);
   agt_start_prio_settle(j->d);
+  agt_jail_save(j, NULL);
 }
 
 static void status_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
