@@ -550,7 +550,8 @@ static void tidy_fds(const struct agt_spawn_plan *p)
 
 /* A prepared jail runs SCHED_FIFO from its ready byte to its agent's exec (start_prio.h). */
 static int realtime;
-/* Until its exec, the agent shares this process's CPU (start_prio.h); then these. */
+/* A realtime start's agent is born on this process's CPU (start_prio.h) and takes this
+ * process's CPUs back before its exec. */
 static cpu_set_t agent_cpus;
 static int agent_pinned;
 
