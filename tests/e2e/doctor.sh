@@ -14,27 +14,7 @@ set -u
 SRCDIR=${SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 FAKES=$SRCDIR/tests/fakes
 
-N=0
-FAILED=0
-ok() { N=$((N + 1)); echo "ok $N - $*"; }
-not_ok() { N=$((N + 1)); FAILED=$((FAILED + 1)); echo "not ok $N - $*"; }
-bail() { echo "Bail out! $*"; exit 1; }
-is() {
-  if [ "$2" = "$3" ]; then ok "$1"; else
-    not_ok "$1"; echo "#   got:  '$2'"; echo "#   want: '$3'"
-  fi
-}
-like() {
-  if printf '%s\n' "$2" | grep -Eq -- "$3"; then ok "$1"; else
-    not_ok "$1"; printf '%s\n' "$2" | head -30 | sed 's/^/#   got: /'; echo "#   want match: $3"
-  fi
-}
-unlike() {
-  if printf '%s\n' "$2" | grep -Eq -- "$3"; then
-    not_ok "$1"; printf '%s\n' "$2" | grep -E -- "$3" | head -20 | sed 's/^/#   got: /'
-    echo "#   want no match: $3"
-  else ok "$1"; fi
-}
+. "$SRCDIR/tests/e2e/tap.sh"
 
 [ "$(id -u)" = 0 ] || bail "the doctor test needs root (the stand-in's VM runs agtd)"
 [ "$(uname -s)" = Linux ] || bail "the doctor test needs Linux"
@@ -92,11 +72,6 @@ jail:
 EOF
 cd "$T/work" || bail "cd $T/work"
 
-run() { # run CMD...: sets OUT (stdout), ERR (stderr) and RC
-  OUT=$("$@" 2>"$T/stderr")
-  RC=$?
-  ERR=$(cat "$T/stderr")
-}
 row() { # row AREA CHECK: the line of the table, and the fix line under it if any
   printf '%s\n' "$OUT" | awk -v a="$1" -v c="$2" '
     $1 == a && $2 == c { print; getline; if ($1 == "fix:") print; exit }'

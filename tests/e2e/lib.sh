@@ -1,5 +1,5 @@
 # shellcheck shell=bash disable=SC2034  # sourced: the tests use what it sets
-# Shared by the e2e tests: TAP output, the prerequisites, a private directory with the
+# Shared by the e2e tests: TAP output (tap.sh), the prerequisites, a private directory with the
 # stand-in's LIMA_HOME, agt's cache and config in it, and helpers.  Each test sources it,
 # then calls e2e_vm_up when it needs the VM running.
 #
@@ -13,27 +13,7 @@ set -u
 SRCDIR=${SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 FAKES=$SRCDIR/tests/fakes
 
-N=0
-FAILED=0
-ok() { N=$((N + 1)); echo "ok $N - $*"; }
-not_ok() { N=$((N + 1)); FAILED=$((FAILED + 1)); echo "not ok $N - $*"; }
-bail() { echo "Bail out! $*"; exit 1; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
-is() {
-  if [ "$2" = "$3" ]; then ok "$1"; else
-    not_ok "$1"; echo "#   got:  '$2'"; echo "#   want: '$3'"
-  fi
-}
-like() {
-  if printf '%s\n' "$2" | grep -Eq -- "$3"; then ok "$1"; else
-    not_ok "$1"; printf '%s\n' "$2" | head -20 | sed 's/^/#   got: /'; echo "#   want match: $3"
-  fi
-}
-unlike() {
-  if printf '%s\n' "$2" | grep -Eq -- "$3"; then
-    not_ok "$1"; printf '%s\n' "$2" | head -20 | sed 's/^/#   got: /'; echo "#   want no match: $3"
-  else ok "$1"; fi
-}
+. "$SRCDIR/tests/e2e/tap.sh"
 
 [ "$(id -u)" = 0 ] || bail "the e2e test needs root (the stand-in's VM runs agtd, which needs root)"
 [ "$(uname -s)" = Linux ] || bail "the e2e test needs Linux"
@@ -102,12 +82,6 @@ EOF
 cd "$WORK" || bail "cd $WORK"
 
 agt() { "$AGT" "$@"; }
-# run CMD...: sets OUT (stdout), ERR (stderr) and RC
-run() {
-  OUT=$("$@" 2>"$T/stderr")
-  RC=$?
-  ERR=$(cat "$T/stderr")
-}
 lima_field() { # lima_field NAME FIELD: from `limactl list --json NAME`
   AGT_FAKE_LIMACTL_ALLOW_ROOT=1 limactl list --json "$1" 2>/dev/null |
     python3 -c 'import json,sys

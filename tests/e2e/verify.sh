@@ -18,27 +18,7 @@ esac
 : "${AGT_OPENCODE_BIN:=/var/cache/agt/npm/node_modules/opencode-linux-$arch/bin/opencode}"
 export AGT_OPENCODE_BIN
 
-N=0
-FAILED=0
-ok() { N=$((N + 1)); echo "ok $N - $*"; }
-not_ok() { N=$((N + 1)); FAILED=$((FAILED + 1)); echo "not ok $N - $*"; }
-bail() { echo "Bail out! $*"; exit 1; }
-is() {
-  if [ "$2" = "$3" ]; then ok "$1"; else
-    not_ok "$1"; echo "#   got:  '$2'"; echo "#   want: '$3'"
-  fi
-}
-like() {
-  if printf '%s\n' "$2" | grep -Eq -- "$3"; then ok "$1"; else
-    not_ok "$1"; printf '%s\n' "$2" | head -40 | sed 's/^/#   got: /'; echo "#   want match: $3"
-  fi
-}
-unlike() {
-  if printf '%s\n' "$2" | grep -Eq -- "$3"; then
-    not_ok "$1"; printf '%s\n' "$2" | grep -E -- "$3" | head -20 | sed 's/^/#   got: /'
-    echo "#   want no match: $3"
-  else ok "$1"; fi
-}
+. "$SRCDIR/tests/e2e/tap.sh"
 
 [ "$(id -u)" = 0 ] || bail "the verify test needs root (agtd runs the jails)"
 [ "$(uname -s)" = Linux ] || bail "the verify test needs Linux"
@@ -82,11 +62,6 @@ export XDG_CACHE_HOME=$T/cache
 unset AGT_INSTANCE AGT_VERIFY_FAULT
 cd "$T" || bail "cd $T"
 
-run() { # run CMD...: sets OUT (stdout), ERR (stderr) and RC
-  OUT=$("$@" 2>"$T/stderr")
-  RC=$?
-  ERR=$(cat "$T/stderr")
-}
 # The jail names of the last run's table, in order.
 names() { printf '%s\n' "$OUT" | awk '$1 == "start" { print $2 }'; }
 
