@@ -1,6 +1,10 @@
 #include "jailfmt.h"
 
+#include <errno.h>
 #include <time.h>
+
+#include "base64.h"
+#include "cleanup.h"
 
 static const char *text(json_t *o, const char *key)
 {
@@ -49,4 +53,19 @@ void agt_print_jails(FILE *f, json_t *jails)
             age(json_integer_value(json_object_get(j, "created")), agebuf, sizeof agebuf), cpu, mem,
             (int)json_integer_value(json_object_get(j, "attached")));
   }
+}
+
+int agt_print_log_chunk(FILE *f, json_t *res, size_t *len, uint64_t *next, uint64_t *end,
+                        agt_error_t *err)
+{
+  const char *b64 = json_string_value(json_object_get(res, "data_b64"));
+  cleanup_free char *data = NULL;
+
+  *len = 0;
+  data = b64 ? agt_base64_decode(b64, len) : NULL;
+  if (data && *len && fwrite(data, 1, *len, f) != *len)
+    return agt_error_make(err, errno, "write logs");
+  *next = (uint64_t)json_integer_value(json_object_get(res, "next"));
+  *end = (uint64_t)json_integer_value(json_object_get(res, "end"));
+  return 0;
 }

@@ -1,12 +1,21 @@
-/* The jail table both clients print (agt jail ls, agtd ctl jail ls). */
+/* What both clients print of a jail: the table of agt jail ls / agtd ctl jail ls, and a chunk
+ * of its log (agt jail logs / agtd ctl jail logs). */
 #ifndef AGT_JAILFMT_H
 #define AGT_JAILFMT_H
 
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#include "error.h"
 
 /* jails: the array of jail.ls.  Columns: name, agent, state, exit code, rootfs, age, CPU
  * time, memory, attached clients. */
 void agt_print_jails(FILE *f, json_t *jails);
+
+/* res: a jail.logs answer.  Writes its bytes to f; *len says how many, *next and *end are
+ * the answer's offsets. */
+int agt_print_log_chunk(FILE *f, json_t *res, size_t *len, uint64_t *next, uint64_t *end,
+                        agt_error_t *err);
 
 #endif

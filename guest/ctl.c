@@ -841,23 +841,18 @@ static int cmd_jail(struct ctl *c, int argc, char **argv, agt_error_t *err)
     }
     for (;;) {
       json_t *res;
-      const char *b64, *state;
+      const char *state;
       size_t len;
-      cleanup_free char *data = NULL;
       uint64_t next, end;
 
       if (call(c, "jail.logs",
                json_pack("{s:s, s:I}", "name", argv[1], "offset", (json_int_t)offset), &res,
                err) < 0)
         return -1;
-      b64 = json_string_value(json_object_get(res, "data_b64"));
-      data = b64 ? agt_base64_decode(b64, &len) : NULL;
-      if (data && len && fwrite(data, 1, len, stdout) != len) {
+      if (agt_print_log_chunk(stdout, res, &len, &next, &end, err) < 0) {
         json_decref(res);
-        return agt_error_make(err, errno, "write logs");
+        return -1;
       }
-      next = (uint64_t)json_integer_value(json_object_get(res, "next"));
-      end = (uint64_t)json_integer_value(json_object_get(res, "end"));
       state = json_string_value(json_object_get(res, "state"));
       offset = next;
       if (next >= end &&

@@ -683,23 +683,17 @@ static int print_log(struct agt_ctx *c, const char *name, uint64_t *offset, agt_
 {
   for (;;) {
     json_t *res;
-    const char *b64;
-    size_t len = 0;
-    cleanup_free char *data = NULL;
+    size_t len;
     uint64_t next, end;
+    int r;
 
     if (call(c, "jail.logs", json_pack("{s:s, s:I}", "name", name, "offset", (json_int_t)*offset),
              &res, err) < 0)
       return -1;
-    b64 = json_string_value(json_object_get(res, "data_b64"));
-    data = b64 ? agt_base64_decode(b64, &len) : NULL;
-    if (data && len && fwrite(data, 1, len, stdout) != len) {
-      json_decref(res);
-      return agt_error_make(err, errno, "write logs");
-    }
-    next = (uint64_t)json_integer_value(json_object_get(res, "next"));
-    end = (uint64_t)json_integer_value(json_object_get(res, "end"));
+    r = agt_print_log_chunk(stdout, res, &len, &next, &end, err);
     json_decref(res);
+    if (r < 0)
+      return -1;
     *offset = next;
     if (next >= end || len == 0)
       return 0;
