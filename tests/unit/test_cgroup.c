@@ -53,6 +53,17 @@ static void mk(const char *rel)
   assert_int_equal(mkdir(path, 0755), 0);
 }
 
+/* The three v1 hierarchies agtd uses, and agtd's parent in each. */
+static void v1_init(struct agt_cgroup_root *r)
+{
+  agt_error_t err = NULL;
+
+  mk("memory");
+  mk("pids");
+  mk("cpu");
+  assert_int_equal(agt_cgroup_root_init_at(r, "agt", root, 1, &err), 0);
+}
+
 static int setup(void **state)
 {
   (void)state;
@@ -124,10 +135,7 @@ static void test_v1_limits(void **state)
   agt_error_t err = NULL;
 
   (void)state;
-  mk("memory");
-  mk("pids");
-  mk("cpu");
-  assert_int_equal(agt_cgroup_root_init_at(&r, "agt", root, 1, &err), 0);
+  v1_init(&r);
   assert_int_equal(agt_cgroup_open(&r, "j"), -1); /* v1 has no CLONE_INTO_CGROUP */
   mk("memory/agt/j");
   mk("pids/agt/j");
@@ -152,10 +160,7 @@ static void test_rt_budget(void **state)
   agt_error_t err = NULL;
 
   (void)state;
-  mk("memory");
-  mk("pids");
-  mk("cpu");
-  assert_int_equal(agt_cgroup_root_init_at(&r, "agt", root, 1, &err), 0);
+  v1_init(&r);
   mk("cpu/agt/j");
   assert_int_equal(agt_cgroup_rt_budget(&r, "j", 20000, &err), 0);
   put("cpu/agt/cpu.rt_runtime_us", "0");
@@ -199,10 +204,7 @@ static void test_v1_adopt(void **state)
   struct stat st;
 
   (void)state;
-  mk("memory");
-  mk("pids");
-  mk("cpu");
-  assert_int_equal(agt_cgroup_root_init_at(&r, "agt", root, 1, &err), 0);
+  v1_init(&r);
   for (int round = 0; round < 2; round++) {
     const char *w = round == 0 ? "w-1" : "w-2", *j = round == 0 ? "j1" : "j2";
     snprintf(rel, sizeof rel, "memory/agt/%s", w);
