@@ -291,7 +291,6 @@ static void status_eof(agt_jail_t *j)
   }
   j->rm_if_no_start = 0;
   j->exec_ns = agt_now_ns();
-  agt_start_prio_exec(j->d, j);
   if (j->console_fd >= 0) {
     agt_error_t err = NULL;
     if (take_terminal(j, &err) < 0) {
@@ -312,7 +311,9 @@ static void status_eof(agt_jail_t *j)
     agt_pending_answer(&j->start_waiters, info, NULL);
     json_decref(info);
   }
-  /* The start is over once it is answered: the rest at normal priority, behind the agent. */
+  /* The start is over once it is answered: the rest at normal priority, behind the agent
+   * (which its init has taken back to normal priority already; this makes sure). */
+  agt_start_prio_exec(j->d, j);
   j->start_request_ns = 0;
   agt_start_prio_settle(j->d);
   agt_jail_save(j, NULL);
