@@ -1,17 +1,20 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "console_log.h"
 #include "fsutil.h"
 #include "jail.h"
@@ -56,6 +59,57 @@ static void on_signal(uv_signal_t *s, int signum)
   uv_stop(d->loop);
 }
 
+/* One agtd per state directory and per socket: an flock held for agtd's life on path, which
+ * says whose it is.  A second agtd refuses to start, before it touches the state or the
+ * socket of the first. */
+static int take_lock(const char *path, const char *what, const char *name, agt_error_t *err)
+{
+  char buf[32];
+  ssize_t n;
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+  if (fd < 0)
+    return agt_error_make(err, errno, "open the lock '%s'", path);
+  if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+    int e = errno;
+    n = pread(fd, buf, sizeof buf - 1, 0);
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    close(fd);
+    if (e == EWOULDBLOCK)
+      return agt_error_kind(err, AGT_E_BUSY, "another agtd (pid %s) serves the %s '%s' (lock '%s')",
+                            buf[0] ? buf : "unknown", what, name, path);
+    return agt_error_make(err, e, "lock '%s'", path);
+  }
+  n = snprintf(buf, sizeof buf, "%d\n", (int)getpid());
+  if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n) {
+    agt_error_make(err, errno, "write the lock '%s'", path);
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static int take_locks(agtd_t *d, agt_error_t *err)
+{
+  const char *sock = d->cfg.socket_path;
+  cleanup_free char *state_lock = xasprintf("%s/agtd.lock", d->cfg.state_dir);
+  cleanup_free char *sock_lock = xasprintf("%s.lock", sock);
+  cleanup_free char *dir = xstrdup(sock);
+  char *slash = strrchr(dir, '/');
+
+  d->state_lock_fd = take_lock(state_lock, "state directory", d->cfg.state_dir, err);
+  if (d->state_lock_fd < 0)
+    return -1;
+  if (slash && slash != dir) {
+    *slash = '\0';
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+      return agt_error_make(err, errno, "mkdir '%s'", dir);
+  }
+  d->socket_lock_fd = take_lock(sock_lock, "socket", sock, err);
+  return d->socket_lock_fd < 0 ? -1 : 0;
+}
+
 int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_error_t *err)
 {
   struct rlimit rl;
@@ -64,6 +118,7 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
   d->loop = loop;
   d->cfg = *cfg;
   d->started = time(NULL);
+  d->state_lock_fd = d->socket_lock_fd = -1;
   d->jails_dir = xasprintf("%s/jails", cfg->state_dir);
   d->rootfs_dir = xasprintf("%s/rootfs", cfg->state_dir);
   d->workspaces_dir = xasprintf("%s/workspaces", cfg->state_dir);
@@ -82,10 +137,15 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
     setrlimit(RLIMIT_NOFILE, &rl);
   }
   umask(022);
-  if (agt_mkdir_p(cfg->state_dir, 0711, err) < 0 || agt_mkdir_p(d->jails_dir, 0700, err) < 0 ||
-      agt_mkdir_p(d->rootfs_dir, 0755, err) < 0 || agt_mkdir_p(d->workspaces_dir, 0755, err) < 0)
+  if (agt_mkdir_p(cfg->state_dir, 0711, err) < 0)
     return agt_error_wrap(err, "state directory");
-  agt_disk_init(&d->disk, cfg->state_dir, d->jails_dir, cfg->disk_size, err);
+  if (take_locks(d, err) < 0)
+    return -1;
+  if (agt_mkdir_p(d->jails_dir, 0700, err) < 0 || agt_mkdir_p(d->rootfs_dir, 0755, err) < 0 ||
+      agt_mkdir_p(d->workspaces_dir, 0755, err) < 0)
+    return agt_error_wrap(err, "state directory");
+  if (agt_disk_init(&d->disk, cfg->state_dir, d->jails_dir, cfg->disk_size, err) < 0)
+    return agt_error_wrap(err, "the jails' disk");
   if (d->disk.enabled)
     agtd_log("jails' writable layers: btrfs at %s (%llu MiB), a quota per jail", d->jails_dir,
              (unsigned long long)(d->disk.size >> 20));
@@ -190,4 +250,9 @@ void agtd_release(agtd_t *d)
   free(d->jails_dir);
   free(d->rootfs_dir);
   free(d->workspaces_dir);
+  /* the socket is gone (agt_server_close): the locks last */
+  if (d->socket_lock_fd >= 0)
+    close(d->socket_lock_fd);
+  if (d->state_lock_fd >= 0)
+    close(d->state_lock_fd);
 }

@@ -58,6 +58,8 @@ struct agtd_s {
   struct agt_start_prio prio; /* realtime scheduling of starts */
   int shutting_down;
   time_t started;
+  /* Held for agtd's life: one agtd per state directory and per socket (daemon.c). */
+  int state_lock_fd, socket_lock_fd;
 };
 typedef struct agtd_s agtd_t;
 

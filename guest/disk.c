@@ -113,6 +113,34 @@ fail:
   return -1;
 }
 
+/* The loop device the image is attached to already (by anyone: a mount of it elsewhere, a
+ * losetup), into dev; 0 when none. */
+static int image_attached(const char *image, char *dev, size_t size)
+{
+  cleanup_dir DIR *d = opendir("/sys/block");
+  struct dirent *de;
+  struct stat st;
+
+  if (d == NULL || stat(image, &st) < 0)
+    return 0;
+  while ((de = readdir(d)) != NULL) {
+    struct loop_info64 info;
+    int fd;
+
+    if (strncmp(de->d_name, "loop", 4) != 0)
+      continue;
+    snprintf(dev, size, "/dev/%s", de->d_name);
+    fd = open(dev, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      continue;
+    int r = ioctl(fd, LOOP_GET_STATUS64, &info);
+    close(fd);
+    if (r == 0 && info.lo_device == st.st_dev && info.lo_inode == st.st_ino)
+      return 1;
+  }
+  return 0;
+}
+
 /* Attach the image to a free loop device (detached again when its last user, the mount,
  * goes) and mount it on dir. */
 static int image_mount(const char *image, const char *dir, agt_error_t *err)
@@ -176,9 +204,10 @@ static int quota_enable(const char *dir, agt_error_t *err)
 }
 
 static int disk_setup(struct agt_disk *dk, const char *state_dir, uint64_t image_size,
-                      agt_error_t *err)
+                      int *fatal, agt_error_t *err)
 {
   struct stat img, sd, jd;
+  char dev[300];
 
   /* Mounted from our image by an agtd that died: ours to unmount at exit. */
   if (is_btrfs(dk->dir) && lstat(dk->image, &img) == 0 && stat(state_dir, &sd) == 0 &&
@@ -208,6 +237,14 @@ static int disk_setup(struct agt_disk *dk, const char *state_dir, uint64_t image
         return agt_error_wrap(err, "make the jails' disk image");
     } else if (!S_ISREG(st.st_mode)) {
       return agt_error_kind(err, AGT_E_STATE, "'%s' is not a regular file", dk->image);
+    } else if (image_attached(dk->image, dev, sizeof dev)) {
+      /* Mounted elsewhere, or attached by someone: a second mount of the same btrfs would
+       * corrupt it. */
+      *fatal = 1;
+      return agt_error_kind(err, AGT_E_BUSY,
+                            "'%s' is attached to %s already (mounted elsewhere?): unmount it and "
+                            "detach it (losetup -d %s) first",
+                            dk->image, dev, dev);
     }
     if (image_mount(dk->image, dk->dir, err) < 0)
       return -1;
@@ -223,12 +260,19 @@ int agt_disk_init(struct agt_disk *dk, const char *state_dir, const char *jails_
 {
   agt_error_t e = NULL;
   struct statfs sfs;
+  int fatal = 0;
 
-  (void)err;
   memset(dk, 0, sizeof *dk);
   dk->dir = xstrdup(jails_dir);
   dk->image = xasprintf("%s/jails.img", state_dir);
-  if (disk_setup(dk, state_dir, image_size, &e) < 0) {
+  if (disk_setup(dk, state_dir, image_size, &fatal, &e) < 0) {
+    if (fatal) {
+      if (err)
+        *err = e;
+      else
+        agt_error_release(&e);
+      return -1;
+    }
     dk->why_off = xstrdup(e->msg);
     agt_error_release(&e);
     if (dk->mounted && umount2(dk->dir, MNT_DETACH) == 0)
@@ -243,8 +287,16 @@ int agt_disk_init(struct agt_disk *dk, const char *state_dir, const char *jails_
 
 void agt_disk_release(struct agt_disk *dk)
 {
-  if (dk->mounted)
-    umount2(dk->dir, MNT_DETACH);
+  if (dk->mounted) {
+    char dev[300];
+
+    if (umount2(dk->dir, 0) < 0)
+      umount2(dk->dir, MNT_DETACH); /* busy (a shell in it): gone with its last user */
+    /* The kernel detaches the loop device after the unmount, asynchronously: wait for it
+     * (5 s at most), so that the next agtd finds the image free. */
+    for (int i = 0; i < 500 && image_attached(dk->image, dev, sizeof dev); i++)
+      usleep(10000);
+  }
   free(dk->dir);
   free(dk->image);
   free(dk->why_off);

@@ -25,7 +25,9 @@ struct agt_disk {
 
 /* Set up dk for jails_dir.  image_size: the size of a new image, 0 for half of the free space
  * of the state directory's file system; UINT64_MAX: do not use an image (no disk limits).
- * Failing to get btrfs is not an error: dk->enabled says what happened. */
+ * Failing to get btrfs is not an error: dk->enabled says what happened.  An image attached to
+ * a loop device already (mounted elsewhere, or by someone else) is: agtd does not mount it a
+ * second time. */
 int agt_disk_init(struct agt_disk *dk, const char *state_dir, const char *jails_dir,
                   uint64_t image_size, agt_error_t *err);
 void agt_disk_release(struct agt_disk *dk);

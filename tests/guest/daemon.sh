@@ -42,3 +42,35 @@ groupadd -f agt-test-grp
 agtd_start --group agt-test-grp
 is "the socket belongs to the configured group" "$(stat -c %G "$SOCK")" agt-test-grp
 check "agtd has no TCP or UDP socket" test -z "$(ss -tulpn 2>/dev/null | grep "pid=$AGTD_PID,")"
+
+# One agtd per state directory and per socket: a second one refuses to start, with a clear
+# error, and leaves the first one's socket alone.
+out=$(timeout 10 "$AGTD" serve --socket "$T/second.sock" --state-dir "$STATE" --cgroup "$CG-2" 2>&1)
+rc=$?
+like "a second agtd on the same state directory is refused" "$out" \
+  "another agtd \(pid $AGTD_PID\) serves the state directory '$STATE'"
+check "and exits non-zero (rc $rc)" test "$rc" -ne 0
+check "without making a socket of its own" test ! -e "$T/second.sock"
+out=$(timeout 10 "$AGTD" serve --socket "$SOCK" --state-dir "$T/state2" --cgroup "$CG-2" 2>&1)
+rc=$?
+like "a second agtd on the same socket is refused" "$out" \
+  "another agtd \(pid $AGTD_PID\) serves the socket '$SOCK'"
+check "and exits non-zero (rc $rc)" test "$rc" -ne 0
+check "the first one's socket is still there" test -S "$SOCK"
+like "and the first agtd still answers on it" "$(ctl hello)" "^agtd "
+agtd_stop
+
+# A jails.img attached to a loop device already (mounted elsewhere) is not mounted again.
+if [ -f "$STATE/jails.img" ] && command -v losetup >/dev/null; then
+  dev=$(losetup --find --show --read-only "$STATE/jails.img")
+  out=$(timeout 20 "$AGTD" serve --socket "$SOCK" --state-dir "$STATE" --cgroup "$CG" 2>&1)
+  rc=$?
+  losetup -d "$dev"
+  like "agtd refuses a jails.img attached elsewhere" "$out" \
+    "jails.img' is attached to $dev already"
+  check "and exits non-zero (rc $rc)" test "$rc" -ne 0
+  agtd_start
+  like "once detached, agtd mounts it" "$(ctl status)" '"limits": true'
+else
+  not_ok "no jails.img to test a second attach with (losetup: $(command -v losetup))"
+fi
