@@ -5,6 +5,16 @@ set positional-arguments
 
 npm_arch := if arch() == "aarch64" { "arm64" } else { "x64" }
 
+# The Lima release ./dev deps builds from its Go module (the only place it is pinned; ./dev
+# and meson read it from this line).
+lima_version := "v2.2.0"
+
+# limactl as ./dev deps installs it: Lima's release layout (bin/limactl, share/lima/...)
+# under /var/cache/agt/lima/VERSION, never in root's PATH (limactl refuses root, and with
+# limactl in PATH agt's default target would be the VM).  The tests against the real Lima
+# run it from here as an unprivileged user.
+export AGT_LIMACTL := env("AGT_LIMACTL", "/var/cache/agt/lima/" + lima_version + "/bin/limactl")
+
 # The real opencode binary that tests put into jails (./dev deps installs it there).
 export AGT_OPENCODE_BIN := env("AGT_OPENCODE_BIN", "/var/cache/agt/npm/node_modules/opencode-linux-" + npm_arch + "/bin/opencode")
 

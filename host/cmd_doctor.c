@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "agt.h"
+#include "agt_paths.h"
 #include "agt_version.h"
 #include "cleanup.h"
 #include "guest.h"
@@ -91,7 +92,7 @@ static void check_limactl(struct doctor *d)
   if (path == NULL) {
     row(d, "host", "limactl", D_FAIL,
         "install Lima 2.x (macOS: brew install lima; see https://lima-vm.io/docs/installation/)",
-        "'%s' is not in PATH (lima.limactl)", prog);
+        "'%s' is not in PATH (lima.limactl; agt is tested with Lima %s)", prog, AGT_LIMA_PINNED);
     return;
   }
   agt_strv_push(&a, path);
@@ -106,13 +107,18 @@ static void check_limactl(struct doctor *d)
   }
   v = strstr(p.out_buf, "version ");
   v = v ? v + 8 : "";
-  if (p.exit_code != 0 || !version_at_least(v, 2, 0)) {
+  if (p.exit_code != 0 && strstr(p.err_buf, "must not run as the root user")) {
+    row(d, "host", "limactl", D_FAIL,
+        "run agt as your own user (Lima's VMs are a user's), or use --target local",
+        "%s refuses to run as root (agt is tested with Lima %s)", path, AGT_LIMA_PINNED);
+  } else if (p.exit_code != 0 || !version_at_least(v, 2, 0)) {
     cleanup_free char *shown = xstrndup(v, strcspn(v, "\n"));
     row(d, "host", "limactl", D_FAIL, "upgrade Lima to 2.x (macOS: brew upgrade lima)",
         "%s, version '%s': agt's template needs Lima 2.0 or later", path, shown);
   } else {
     cleanup_free char *shown = xstrndup(v, strcspn(v, "\n"));
-    row(d, "host", "limactl", D_OK, NULL, "%s, version %s", path, shown);
+    row(d, "host", "limactl", D_OK, NULL, "%s, version %s (agt is tested with %s)", path, shown,
+        AGT_LIMA_PINNED);
   }
   agt_subprocess_release(&p);
 }

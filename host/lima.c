@@ -408,6 +408,21 @@ static void on_err_line(void *ctx, const char *line)
   free(msg);
 }
 
+/* The error of a limactl call that exited non-zero: limactl's own message, and what to do
+ * when the message is the one limactl gives root (it never runs as root). */
+static int lima_failed(const char *cmd, int code, const char *err_buf, agt_error_t *err)
+{
+  cleanup_free char *msg = agt_lima_message(err_buf);
+
+  if (strstr(err_buf, "must not run as the root user"))
+    return agt_error_kind(err, AGT_E_STATE,
+                          "limactl %s exited with status %d: %s (Lima's VMs belong to a user: "
+                          "run agt as your own user, or use --target local)",
+                          cmd, code, msg);
+  return agt_error_kind(err, AGT_E_INTERNAL, "limactl %s exited with status %d: %s", cmd, code,
+                        msg);
+}
+
 /* Run; fail with limactl's message when it exits non-zero.  On success *p holds the
  * output (the caller releases it). */
 static int run(struct agt_lima *l, char **argv, int progress, struct agt_subprocess *p,
@@ -427,9 +442,7 @@ static int run(struct agt_lima *l, char **argv, int progress, struct agt_subproc
   if (agt_subprocess_run(p, err) < 0)
     return -1;
   if (p->exit_code != 0) {
-    cleanup_free char *msg = agt_lima_message(p->err_buf);
-    agt_error_kind(err, AGT_E_INTERNAL, "limactl %s exited with status %d: %s", argv[3],
-                   p->exit_code, msg);
+    lima_failed(argv[3], p->exit_code, p->err_buf, err);
     agt_subprocess_release(p);
     return -1;
   }
@@ -461,11 +474,9 @@ int agt_lima_list(struct agt_lima *l, const char *name, struct agt_lima_instance
     return -1;
   r = agt_lima_parse_list(p.out_buf, p.out_len, name, inst, found, err);
   if (r == 0 && p.exit_code != 0 && !(*found == 0 && strstr(p.err_buf, "No instance matching"))) {
-    cleanup_free char *msg = agt_lima_message(p.err_buf);
     agt_lima_instance_release(inst);
     *found = 0;
-    r = agt_error_kind(err, AGT_E_INTERNAL, "limactl list exited with status %d: %s", p.exit_code,
-                       msg);
+    r = lima_failed("list", p.exit_code, p.err_buf, err);
   }
   agt_subprocess_release(&p);
   return r;

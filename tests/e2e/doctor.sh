@@ -82,7 +82,7 @@ VM=agt_agent_sandbox
 run env PATH=/usr/bin:/bin "$AGT" --target lima doctor
 is "no limactl: doctor exits 1" "$RC" 1
 like "the limactl row fails, saying how to install Lima" "$(row host limactl)" \
-  "^host +limactl +FAIL +'limactl' is not in PATH \(lima\.limactl\)
+  "^host +limactl +FAIL +'limactl' is not in PATH \(lima\.limactl; agt is tested with Lima v[0-9.]+\)
  +fix: install Lima 2\.x"
 like "the error counts the failures" "$ERR" "^agt: doctor: [0-9]+ checks? failed"
 
@@ -93,6 +93,8 @@ run "$AGT" doctor
 is "no VM yet: doctor exits 1" "$RC" 1
 like "the header" "$OUT" "^AREA +CHECK +RESULT +DETAIL$"
 like "limactl is found, with its version" "$(row host limactl)" "^host +limactl +ok +$FAKES/limactl, version 2\.2\.0"
+like "and the version agt is tested with (the justfile's pin)" "$(row host limactl)" \
+  "\(agt is tested with $(sed -n 's/^lima_version := "\(.*\)"/\1/p' "$SRCDIR/justfile")\)$"
 like "the config parses" "$(row host config)" "^host +config +ok +$AGT_CONFIG parses; target lima:$VM"
 like "free disk is reported" "$(row host disk)" "^host +disk +(ok|warn) +[0-9.]+ [KMGT]iB free on "
 like "the VM row fails: it does not exist; the fix is agt up" "$(row vm state)" \

@@ -27,6 +27,7 @@ e2e_cleanup_hook() {
 run agt up
 check "agt up fails when limactl refuses to run" test "$RC" -ne 0
 like "the error quotes limactl's message" "$ERR" "limactl list exited with status 1: limactl: must not run as the root user"
+like "and says what to do instead" "$ERR" "run agt as your own user, or use --target local"
 export AGT_FAKE_LIMACTL_ALLOW_ROOT=1 # CI runs as root; the stand-in allows it when told
 
 # --- config and template
