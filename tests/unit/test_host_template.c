@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -321,18 +322,27 @@ static void schema_from_text(struct schema *s, const char *text)
   free(r);
 }
 
+/* Whether the reference was there: it lives outside the repository (meson points
+ * AGT_LIMA_REFERENCE at ../shared/reference/lima-templates), and a clone without it skips
+ * the key-by-key checks; `limactl validate` (tests/lima/validate.sh) still reads every
+ * rendered template. */
+static int have_ref;
+
 /* The reference: default.yaml and the base templates it names (base: template:_images/...,
- * template:_default/mounts), whose keys are part of what default.yaml holds. */
+ * template:_default/mounts), whose keys are part of what default.yaml holds.  0 when
+ * loaded, 1 when the directory is absent, -1 when it is there but incomplete. */
 static int load_reference(struct schema *s)
 {
   static const char *const files[] = {"default.yaml", "_images_ubuntu-24.04.yaml",
                                       "_images_ubuntu-26.04.yaml", "_default_mounts.yaml"};
   const char *dir = getenv("AGT_LIMA_REFERENCE");
+  struct stat st;
 
-  if (dir == NULL || *dir == '\0') {
-    print_error("AGT_LIMA_REFERENCE is not set: it names the directory holding Lima's "
-                "default.yaml (meson sets it to ../shared/reference/lima-templates)\n");
-    return -1;
+  if (dir == NULL || *dir == '\0' || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+    printf("# SKIP test_reference_schema, test_template_file_matches_lima and the key-by-key "
+           "checks: Lima's reference templates are not here (AGT_LIMA_REFERENCE='%s')\n",
+           dir ? dir : "");
+    return 1;
   }
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     cleanup_free char *path = xasprintf("%s/%s", dir, files[i]);
@@ -433,12 +443,6 @@ static int walk(agt_yaml_t *y, yaml_node_t *n, const char *path, const struct sc
 
 static struct schema ref;
 
-static int group_setup(void **state)
-{
-  (void)state;
-  return load_reference(&ref);
-}
-
 static int group_teardown(void **state)
 {
   (void)state;
@@ -452,6 +456,8 @@ static int check_text(const char *name, const char *text)
   agt_error_t err = NULL;
   int bad;
 
+  if (!have_ref) /* nothing to compare with: the callers' other checks still run */
+    return 0;
   if (agt_yaml_load_string(&y, name, text, strlen(text), &err) < 0) {
     print_error("%s\n", err->msg);
     agt_error_release(&err);
@@ -753,5 +759,15 @@ int main(void)
       cmocka_unit_test(test_render_defaults),  cmocka_unit_test(test_render_config),
       cmocka_unit_test(test_render_refusals),  cmocka_unit_test(test_lima_size),
   };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+  int r = load_reference(&ref);
+
+  if (r < 0)
+    return 1;
+  have_ref = r == 0;
+  if (have_ref)
+    return cmocka_run_group_tests(tests, NULL, group_teardown);
+  /* cmocka's TAP writes a skip as "not ok", which meson counts as a failure: the two
+   * reference tests are left out, as the comment above says. */
+  return _cmocka_run_group_tests("tests", tests + 2, sizeof tests / sizeof tests[0] - 2, NULL,
+                                 group_teardown);
 }
