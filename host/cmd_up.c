@@ -1,5 +1,6 @@
 /* agt up: create the VM from the rendered template if it does not exist, start it if it
  * is not running, and wait until agtd answers through SSH.  Running it again is cheap.
+ * With --no-start, only the first step: the VM exists (image copied, disk built), stopped.
  * With target local, start agtd on this machine when none answers. */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,22 +22,26 @@
 
 enum {
   OPT_TIMEOUT = 256,
+  OPT_NO_START,
 };
 
 static const struct agt_opt opts[] = {
     {OPT_TIMEOUT, "timeout", "DURATION",
      "how long Lima may take to boot (lima.start_timeout: 10m)"},
+    {OPT_NO_START, "no-start", NULL,
+     "create the VM if it is missing (image copied, disk made), but do not start it"},
     {0, NULL, NULL, NULL},
 };
 
 static const struct agt_cmd_help help = {
-    "agt up [--timeout DURATION]",
+    "agt up [--timeout DURATION] [--no-start]",
     "Create the VM if it is missing, start it, and wait until agtd answers.",
     opts,
 };
 
 struct up_opts {
   const char *timeout;
+  int no_start;
 };
 
 static int up_opt(void *ctx, int key, const char *arg, agt_error_t *err)
@@ -44,6 +49,10 @@ static int up_opt(void *ctx, int key, const char *arg, agt_error_t *err)
   struct up_opts *o = ctx;
   uint64_t s;
 
+  if (key == OPT_NO_START) {
+    o->no_start = 1;
+    return 0;
+  }
   if (key != OPT_TIMEOUT)
     return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
   if (agt_parse_duration("--timeout", arg, &s, err) < 0)
@@ -77,8 +86,24 @@ static int create_vm(struct agt_ctx *c, const char *name, agt_error_t *err)
     return -1;
   agt_note(c, "creating vm '%s' from %s (rendered: %s)", name,
            agt_config_get(&c->cfg, AGT_CFG_VM_TEMPLATE), file);
-  if (agt_lima_create(&c->lima, name, file, err) < 0)
+  if (agt_lima_create(&c->lima, name, file, err) < 0) {
+    struct agt_lima_instance in;
+    agt_error_t e2 = NULL;
+    int found = 0;
+    /* Lima leaves the instance of a failed create behind (its lima.yaml, no disk): the
+     * next `agt up` would start that and never render the config again.  It did not
+     * exist before this call, so it goes. */
+    if (agt_lima_list(&c->lima, name, &in, &found, NULL) == 0 && found) {
+      agt_lima_instance_release(&in);
+      if (agt_lima_delete(&c->lima, name, 1, &e2) < 0) {
+        fprintf(stderr, "agt: the half-created vm '%s' is left: %s\n", name, e2->msg);
+        agt_error_release(&e2);
+      } else {
+        agt_note(c, "removed the half-created vm '%s'", name);
+      }
+    }
     return agt_error_wrap(err, "cannot create vm '%s'", name);
+  }
   return 0;
 }
 
@@ -235,7 +260,7 @@ static int up_other(struct agt_ctx *c, agt_error_t *err)
 
 int cmd_up(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
-  struct up_opts o = {agt_config_get(&c->cfg, AGT_CFG_LIMA_START_TIMEOUT)};
+  struct up_opts o = {agt_config_get(&c->cfg, AGT_CFG_LIMA_START_TIMEOUT), 0};
   const char *name = c->target.instance;
   struct agt_lima_instance in;
   char desc[256];
@@ -249,8 +274,11 @@ int cmd_up(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     return -1;
   if (i < argc)
     return agt_error_kind(err, AGT_E_INVALID, "agt up takes no operands");
-  if (c->target.kind != AGT_TARGET_LIMA)
+  if (c->target.kind != AGT_TARGET_LIMA) {
+    if (o.no_start)
+      return agt_error_kind(err, AGT_E_INVALID, "agt up --no-start needs a Lima target");
     return up_other(c, err);
+  }
   if (agt_parse_duration("--timeout", o.timeout, &timeout, err) < 0)
     return -1;
 
@@ -264,6 +292,15 @@ int cmd_up(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     if (!found)
       return agt_error_kind(err, AGT_E_PROTO, "vm '%s' was created but limactl does not list it",
                             name);
+    if (o.no_start) {
+      printf("vm '%s' created (%s); 'agt up' starts it\n", name, agt_lima_status_name(in.status));
+      agt_lima_instance_release(&in);
+      return 0;
+    }
+  } else if (o.no_start) {
+    printf("vm '%s' exists (%s); nothing to do\n", name, agt_lima_status_name(in.status));
+    agt_lima_instance_release(&in);
+    return 0;
   }
   if (in.status == AGT_LIMA_BROKEN) {
     agt_note(c, "vm '%s' is Broken (%s): stopping it by force first", name,
