@@ -86,6 +86,7 @@ static void paths_init(agt_jail_t *j)
   j->log_path = xasprintf("%s/console.log", j->dir);
   j->log_old_path = xasprintf("%s/console.log.1", j->dir);
   j->net_log_path = xasprintf("%s/net.log", j->dir);
+  agt_outlog_open(&j->log, j->log_path, j->log_old_path, AGT_JAIL_DEFAULT_LOG);
 }
 
 static agt_jail_t *jail_new(struct agtd_s *d, const char *name)
@@ -95,7 +96,7 @@ static agt_jail_t *jail_new(struct agtd_s *d, const char *name)
   j->d = d;
   j->name = xstrdup(name);
   j->pidfd = -1;
-  j->log_fd = -1;
+  j->log.fd = -1;
   j->console_fd = -1;
   j->tty_fd = -1;
   j->attach_go_fd = -1;
@@ -565,7 +566,7 @@ json_t *agt_jail_to_json(agt_jail_t *j, int full)
     json_object_set_new(o, "gid", json_integer(j->gid));
     json_object_set_new(o, "rootfs_path", json_string(j->rootfs_path));
     json_object_set_new(o, "dir", json_string(j->dir));
-    json_object_set_new(o, "log_bytes", json_integer((json_int_t)(j->log_base + j->log_size)));
+    json_object_set_new(o, "log_bytes", json_integer((json_int_t)(j->log.pos.base + j->log.pos.size)));
   }
   return o;
 }
@@ -590,9 +591,6 @@ int agt_jail_save(agt_jail_t *j, agt_error_t *err)
   json_object_set_new(o, "gid", json_integer(j->gid));
   json_object_set_new(o, "rootfs_path", json_string(j->rootfs_path));
   json_object_set_new(o, "workspace_owned", json_boolean(j->workspace_owned));
-  json_object_set_new(o, "log_base", json_integer((json_int_t)j->log_base));
-  json_object_set_new(o, "log_old_base", json_integer((json_int_t)j->log_old_base));
-  json_object_set_new(o, "log_size", json_integer((json_int_t)j->log_size));
   s = json_dumps(o, JSON_INDENT(2));
   json_decref(o);
   r = agt_write_file_atomic(path, s, strlen(s), 0600, err);
@@ -635,9 +633,9 @@ static int load_one(struct agtd_s *d, const char *name, agt_error_t *err)
   j->runs = (unsigned)json_integer_value(json_object_get(o, "runs"));
   j->exit_code = (int)json_integer_value(json_object_get(o, "exit_code"));
   j->exit_signal = (int)json_integer_value(json_object_get(o, "exit_signal"));
-  j->log_base = (uint64_t)json_integer_value(json_object_get(o, "log_base"));
-  j->log_old_base = (uint64_t)json_integer_value(json_object_get(o, "log_old_base"));
-  j->log_size = (uint64_t)json_integer_value(json_object_get(o, "log_size"));
+  /* Where the log stands, from its files: the record was written at the last start or end
+   * of a run, and output may have come since. */
+  agt_outlog_stat(j->log_path, j->log_old_path, &j->log.pos);
   j->state = state_from_name(json_string_value(json_object_get(o, "state")));
   if (json_string_value(json_object_get(o, "reason")))
     j->exit_reason = xstrdup(json_string_value(json_object_get(o, "reason")));
@@ -722,8 +720,7 @@ void agt_jail_maybe_free(agt_jail_t *j)
 
 void agt_jail_free_now(agt_jail_t *j)
 {
-  if (j->log_fd >= 0)
-    close(j->log_fd);
+  agt_outlog_close(&j->log);
   if (j->pidfd >= 0)
     close(j->pidfd);
   agt_pending_answer(&j->start_waiters, NULL, NULL);

@@ -15,6 +15,7 @@
 #include "cgroup.h"
 #include "egress.h"
 #include "error.h"
+#include "outlog.h"
 
 struct agtd_s;
 struct agt_pending_s;
@@ -81,11 +82,8 @@ struct agt_jail_s {
   uint64_t start_request_ns; /* when the start request arrived (for latency reporting) */
   uint64_t exec_ns;          /* when the agent's exec was confirmed */
 
-  /* Captured output: one log file, rotated once at half of limits.log_bytes. */
-  int log_fd;
-  uint64_t log_size;     /* bytes in the current file */
-  uint64_t log_base;     /* absolute offset of the current file's first byte */
-  uint64_t log_old_base; /* absolute offset of the rotated file's first byte */
+  /* Captured output: one log file, rotated once at half of limits.log_bytes (outlog.h). */
+  struct agt_outlog log;
 
   /* libuv handles of the current run; the jail is freed only once all are closed. */
   uv_poll_t pidfd_poll;

@@ -183,8 +183,8 @@ int agt_req_jail_logs(agt_req_t *req, json_t **result, agt_error_t *err)
   if (follow && j->state != AGT_JAIL_EXITED) {
     /* A stream from offset: the log's content, then live output, with nothing lost. */
     json_t *reply;
-    if (offset < j->log_old_base)
-      offset = j->log_old_base;
+    if (offset < j->log.pos.old_base)
+      offset = j->log.pos.old_base;
     reply =
         json_pack("{s:s, s:b, s:I}", "name", j->name, "follow", 1, "offset", (json_int_t)offset);
     agt_reply(req->client, req->id, reply);
@@ -200,7 +200,7 @@ int agt_req_jail_logs(agt_req_t *req, json_t **result, agt_error_t *err)
   free(data);
   *result =
       json_pack("{s:s, s:I, s:I, s:I, s:s}", "data_b64", b64, "offset", (json_int_t)start, "next",
-                (json_int_t)(start + len), "end", (json_int_t)(j->log_base + j->log_size), "state",
+                (json_int_t)(start + len), "end", (json_int_t)(j->log.pos.base + j->log.pos.size), "state",
                 agt_jail_state_name(j->state));
   free(b64);
   return 0;

@@ -26,7 +26,7 @@ static void send_out(agt_stream_t *s, const char *data, size_t len, uint64_t off
 
 static uint64_t log_end(struct agt_jail_s *j)
 {
-  return j->log_base + j->log_size;
+  return j->log.pos.base + j->log.pos.size;
 }
 
 static int stream_behind(agt_stream_t *s)

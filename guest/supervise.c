@@ -49,49 +49,12 @@ static void close_handle(agt_jail_t *j, uv_handle_t *h)
   }
 }
 
-/* Logs: append, and when the current file reaches half the budget, it becomes the old file
- * (replacing the previous old one), so at most limits.log_bytes stay on disk. */
+/* Logs: at most limits.log_bytes on disk (outlog.h). */
 void agt_jail_log_append(agt_jail_t *j, const char *data, size_t len)
 {
-  uint64_t half = j->limits.log_bytes / 2;
-
-  if (j->log_fd < 0) {
-    j->log_fd = open(j->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
-    if (j->log_fd < 0) {
-      agtd_log("jail '%s': open log: %s", j->name, strerror(errno));
-      return;
-    }
-  }
-  while (len > 0) {
-    size_t room = j->log_size < half ? (size_t)(half - j->log_size) : 0;
-    size_t n;
-    ssize_t w;
-
-    if (room == 0) {
-      close(j->log_fd);
-      if (rename(j->log_path, j->log_old_path) < 0)
-        agtd_log("jail '%s': rotate log: %s", j->name, strerror(errno));
-      j->log_old_base = j->log_base;
-      j->log_base += j->log_size;
-      j->log_size = 0;
-      j->log_fd =
-          open(j->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
-      if (j->log_fd < 0)
-        return;
-      continue;
-    }
-    n = len < room ? len : room;
-    w = write(j->log_fd, data, n);
-    if (w < 0) {
-      if (errno == EINTR)
-        continue;
-      agtd_log("jail '%s': write log: %s", j->name, strerror(errno));
-      return;
-    }
-    j->log_size += (uint64_t)w;
-    data += w;
-    len -= (size_t)w;
-  }
+  j->log.budget = j->limits.log_bytes;
+  if (agt_outlog_append(&j->log, data, len) < 0)
+    agtd_log("jail '%s': write log: %s", j->name, strerror(errno));
 }
 
 static int read_range(const char *path, uint64_t off, size_t max, char *buf, size_t *got)
@@ -116,30 +79,30 @@ static int read_range(const char *path, uint64_t off, size_t max, char *buf, siz
 int agt_jail_log_read(agt_jail_t *j, uint64_t from, size_t max, char **data, size_t *len,
                       uint64_t *start, agt_error_t *err)
 {
-  uint64_t end = j->log_base + j->log_size;
+  uint64_t end = j->log.pos.base + j->log.pos.size;
   cleanup_free char *buf = NULL;
   size_t got = 0, n;
 
-  if (from < j->log_old_base)
-    from = j->log_old_base; /* older output was rotated away */
+  if (from < j->log.pos.old_base)
+    from = j->log.pos.old_base; /* older output was rotated away */
   if (from > end)
     from = end;
   *start = from;
   if (max > end - from)
     max = (size_t)(end - from);
   buf = xmalloc(max + 1);
-  if (from < j->log_base) {
-    if (read_range(j->log_old_path, from - j->log_old_base, max, buf, &n) < 0)
+  if (from < j->log.pos.base) {
+    if (read_range(j->log_old_path, from - j->log.pos.old_base, max, buf, &n) < 0)
       return agt_error_make(err, errno, "read '%s'", j->log_old_path);
     got = n;
-    if (got < max && from + got < j->log_base) {
+    if (got < max && from + got < j->log.pos.base) {
       /* the old file ended early (it was replaced): continue from the current file */
-      from = j->log_base;
+      from = j->log.pos.base;
       *start = from - got;
     }
   }
   if (got < max) {
-    uint64_t off = from + got > j->log_base ? from + got - j->log_base : 0;
+    uint64_t off = from + got > j->log.pos.base ? from + got - j->log.pos.base : 0;
     if (read_range(j->log_path, off, max - got, buf + got, &n) < 0)
       return agt_error_make(err, errno, "read '%s'", j->log_path);
     got += n;
@@ -449,10 +412,7 @@ void agt_jail_run_finished(agt_jail_t *j)
   if (j->state == AGT_JAIL_STARTING && j->status_len == 0 && !j->exit_reason)
     j->exit_reason = xstrdup("the jail exited before its agent started");
   j->state = AGT_JAIL_EXITED;
-  if (j->log_fd >= 0) {
-    close(j->log_fd);
-    j->log_fd = -1;
-  }
+  agt_outlog_close(&j->log);
   agtd_log("jail '%s' exited: code %d%s%s", j->name, j->exit_code, j->exit_reason ? ", " : "",
            j->exit_reason ? j->exit_reason : "");
   info = agt_jail_to_json(j, 0);

@@ -66,6 +66,39 @@ ctl jail start f >/dev/null
 like "a jail can start again after the restart" "$(ctl jail ls)" "^f +shell +running"
 ctl jail rm f --force >/dev/null
 
+# The log's offsets come from its files, not from the record (written at the start and end
+# of a run): output written after the start of a jail that was running when agtd was killed
+# is all there, and a second run's output follows it at the right offsets.  The 32K budget
+# rotates the log in both runs (each writes 19 KB).
+rpc() { python3 "$SRCDIR/tests/guest/rpc.py" "$SOCK" "$@"; }
+jget() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+lines='i=0; while [ $i -lt 2000 ]; do echo "line $i"; i=$((i+1)); done'
+run_bytes=$(bash -c "$lines" | wc -c)
+ctl jail run --name lg --rootfs "$R" --log 32K -- /bin/sh -c "sleep 0.3; $lines; sleep 100" >/dev/null
+for _ in $(seq 1 100); do ctl jail logs lg | grep -q '^line 1999$' && break; sleep 0.05; done
+kill -KILL "$AGTD_PID"
+wait "$AGTD_PID" 2>/dev/null
+AGTD_PID=
+agtd_start
+r=$(rpc jail.logs '{"name": "lg"}')
+is "after agtd was killed, the log's end is all the jail wrote" "$(jget end <<<"$r")" "$run_bytes"
+like "and the log reads up to its last line" "$(ctl jail logs lg | tail -1)" "^line 1999$"
+state=$(ctl jail ls | awk '$1 == "lg" {print $3}')
+[ "$state" = running ] || ctl jail start lg >/dev/null
+[ "$state" = running ] || for _ in $(seq 1 100); do
+  [ "$(jget end <<<"$(rpc jail.logs '{"name": "lg"}')")" -ge $((2 * run_bytes)) ] && break
+  sleep 0.05
+done
+r=$(rpc jail.logs '{"name": "lg"}')
+want=$((run_bytes * 2))
+[ "$state" = running ] && want=$run_bytes
+is "a second run's output follows at the right offsets (end)" "$(jget end <<<"$r")" "$want"
+r=$(rpc jail.logs "{\"name\": \"lg\", \"offset\": $((want - run_bytes)), \"max\": 7}")
+is "the run's first line is at the offset where it began" \
+  "$(jget offset <<<"$r") $(jget data_b64 <<<"$r" | base64 -d | od -An -c | tr -s " " | sed "s/^ //")" \
+  "$((want - run_bytes)) l i n e 0 \\n"
+ctl jail rm lg --force >/dev/null
+
 # bounded logs: 8 KiB budget, 200 KB written: the end is kept, the rest rotated away
 ctl jail run --name g --rootfs "$R" --log 8K -- probe spam 20000 >/dev/null
 ctl jail wait g >/dev/null

@@ -1,0 +1,42 @@
+/* A jail's captured output on disk: console.log, rotated once to console.log.1 when it
+ * reaches half the budget, so that at most the budget stays on disk.
+ *
+ * Readers address output by absolute offset (bytes since the jail's first output).  Each file
+ * carries the offset of its first byte in an extended attribute (trusted.agt.base; absent:
+ * 0), set before the file takes its name, so the offsets are read from the files themselves:
+ * right after any restart of agtd, whoever wrote last, whatever a record says.
+ *
+ * libc only: the jail's keeper (keeper.c) writes the log with this too. */
+#ifndef AGT_OUTLOG_H
+#define AGT_OUTLOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define AGT_OUTLOG_XATTR "trusted.agt.base"
+
+struct agt_outlog_pos {
+  uint64_t base;     /* offset of console.log's first byte */
+  uint64_t size;     /* bytes in console.log */
+  uint64_t old_base; /* offset of console.log.1's first byte (== base when there is none) */
+};
+
+/* Where the log stands, from the files (path: console.log; old_path: console.log.1). */
+void agt_outlog_stat(const char *path, const char *old_path, struct agt_outlog_pos *pos);
+
+struct agt_outlog {
+  const char *path, *old_path; /* not owned */
+  uint64_t budget;             /* bytes kept on disk: the two files together */
+  struct agt_outlog_pos pos;
+  int fd;
+};
+
+/* Start appending to the log (its position from the files); no file is made until output. */
+void agt_outlog_open(struct agt_outlog *l, const char *path, const char *old_path,
+                     uint64_t budget);
+/* Append, rotating at half the budget.  -1 with errno when a write failed (what was not
+ * written is lost; the next append tries again). */
+int agt_outlog_append(struct agt_outlog *l, const char *data, size_t len);
+void agt_outlog_close(struct agt_outlog *l);
+
+#endif
