@@ -73,6 +73,10 @@ lima-shell *args: build
 lima-clone name: build
     "{{ agt }}" clone "$1"
 
+# Replace the VM by a copy of the stopped gold VM NAME, then start it (asks; --force without a terminal)
+lima-restore name *args: build
+    "{{ agt }}" restore "$@"
+
 # Stop the VM
 lima-stop: build
     "{{ agt }}" stop

@@ -83,6 +83,7 @@ int cmd_stop(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 int cmd_delete(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 int cmd_reset(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 int cmd_clone(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
+int cmd_restore(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 int cmd_shell(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 int cmd_status(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 int cmd_template(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);

@@ -149,6 +149,16 @@ char **agt_lima_argv_clone(const struct agt_lima *l, const char *src, const char
   return agt_strv_steal(&s);
 }
 
+char **agt_lima_argv_rename(const struct agt_lima *l, const char *src, const char *dst)
+{
+  struct agt_strv s = {0};
+
+  base_args(l, &s, "rename");
+  agt_strv_push(&s, src);
+  agt_strv_push(&s, dst);
+  return agt_strv_steal(&s);
+}
+
 char **agt_lima_argv_factory_reset(const struct agt_lima *l, const char *name)
 {
   struct agt_strv s = {0};
@@ -482,7 +492,7 @@ int agt_lima_list(struct agt_lima *l, const char *name, struct agt_lima_instance
   return r;
 }
 
-int agt_lima_create(struct agt_lima *l, const char *name, const char *yaml_file, agt_error_t *err)
+int agt_lima_sock_check(const struct agt_lima *l, const char *name, agt_error_t *err)
 {
   size_t sock = strlen(l->home) + 1 + strlen(name) + strlen("/ssh.sock.1234567890123456");
 
@@ -491,6 +501,13 @@ int agt_lima_create(struct agt_lima *l, const char *name, const char *yaml_file,
                           "vm name '%s' is too long for LIMA_HOME '%s': Lima's socket paths "
                           "must stay under %d bytes",
                           name, l->home, AGT_LIMA_SOCKET_MAX);
+  return 0;
+}
+
+int agt_lima_create(struct agt_lima *l, const char *name, const char *yaml_file, agt_error_t *err)
+{
+  if (agt_lima_sock_check(l, name, err) < 0)
+    return -1;
   return run_simple(l, agt_lima_argv_create(l, name, yaml_file), 1, err);
 }
 
@@ -512,6 +529,11 @@ int agt_lima_delete(struct agt_lima *l, const char *name, int force, agt_error_t
 int agt_lima_clone(struct agt_lima *l, const char *src, const char *dst, agt_error_t *err)
 {
   return run_simple(l, agt_lima_argv_clone(l, src, dst), 1, err);
+}
+
+int agt_lima_rename(struct agt_lima *l, const char *src, const char *dst, agt_error_t *err)
+{
+  return run_simple(l, agt_lima_argv_rename(l, src, dst), 1, err);
 }
 
 int agt_lima_factory_reset(struct agt_lima *l, const char *name, agt_error_t *err)

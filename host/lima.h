@@ -4,7 +4,7 @@
  * message.  The behaviour relied on is limactl's documented contract (see docs/HOST.md):
  * `list --json` prints one object per line; `stop` of a stopped instance and `create` of
  * an existing one fail; `delete` and `factory-reset` of a missing one succeed; `clone`
- * needs a source that is not running; `start` of a running instance succeeds. */
+ * and `rename` need a source that is not running; `start` of a running instance succeeds. */
 #ifndef AGT_HOST_LIMA_H
 #define AGT_HOST_LIMA_H
 
@@ -70,6 +70,7 @@ char **agt_lima_argv_start(const struct agt_lima *l, const char *name, uint64_t 
 char **agt_lima_argv_stop(const struct agt_lima *l, const char *name, int force);
 char **agt_lima_argv_delete(const struct agt_lima *l, const char *name, int force);
 char **agt_lima_argv_clone(const struct agt_lima *l, const char *src, const char *dst);
+char **agt_lima_argv_rename(const struct agt_lima *l, const char *src, const char *dst);
 char **agt_lima_argv_factory_reset(const struct agt_lima *l, const char *name);
 char **agt_lima_argv_list(const struct agt_lima *l, const char *name);
 char **agt_lima_argv_shell(const struct agt_lima *l, const char *name, const char *workdir,
@@ -96,7 +97,11 @@ int agt_lima_start(struct agt_lima *l, const char *name, uint64_t timeout_s, agt
 int agt_lima_stop(struct agt_lima *l, const char *name, int force, agt_error_t *err);
 int agt_lima_delete(struct agt_lima *l, const char *name, int force, agt_error_t *err);
 int agt_lima_clone(struct agt_lima *l, const char *src, const char *dst, agt_error_t *err);
+int agt_lima_rename(struct agt_lima *l, const char *src, const char *dst, agt_error_t *err);
 int agt_lima_factory_reset(struct agt_lima *l, const char *name, agt_error_t *err);
+/* Whether the name stays within Lima's socket-path limit under l->home (create, clone and
+ * rename refuse longer ones). */
+int agt_lima_sock_check(const struct agt_lima *l, const char *name, agt_error_t *err);
 /* Interactive: limactl shares agt's terminal; *exit_code is the remote command's. */
 int agt_lima_shell(struct agt_lima *l, const char *name, const char *workdir, char *const *cmd,
                    int *exit_code, agt_error_t *err);

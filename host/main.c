@@ -24,6 +24,8 @@ static const struct agt_cmd commands[] = {
      "factory-reset the VM: a new disk, the same settings"},
     {"clone", cmd_clone, AGT_NEED_TARGET | AGT_NEED_LIMA,
      "copy the VM into a new one (gold image)"},
+    {"restore", cmd_restore, AGT_NEED_TARGET | AGT_NEED_LIMA,
+     "replace the VM by a copy of a gold image, and start it"},
     {"shell", cmd_shell, AGT_NEED_TARGET, "a shell, or one command, in the VM"},
     {"status", cmd_status, AGT_NEED_TARGET, "the VM's state, agtd's version, jails and rootfs"},
     {"template", cmd_template, 0, "print the Lima template rendered from the config"},

@@ -3,7 +3,7 @@
 # a real OpenSSH sshd on 127.0.0.1 -> a real agtd, whose jails really run.
 #
 #   agt up -> agt jail run -> agt jail ls -> agt stop -> agt clone gold -> agt reset ->
-#   agt delete, each checked; on the way: idempotence, limactl's refusals and messages,
+#   agt restore gold -> agt delete, each checked; on the way: idempotence, limactl's refusals and messages,
 #   the workspace through the VM's mount, a dropped connection, the ssh:// target with
 #   known_hosts, the Lima host key pin, the local target.
 #
@@ -252,6 +252,25 @@ run agt up
 is "agt up boots the reset VM" "$RC" 0
 unlike "on a fresh disk: no rootfs any more" "$(agt rootfs ls)" " test "
 unlike "and no jails" "$(agt jail ls)" "^j2 "
+
+# --- agt restore: back to the gold image, started (tests/lima/restore.sh holds the copy
+# and swap to the real limactl, without a boot)
+agt --instance gold up >/dev/null 2>&1
+run agt restore --force gold
+is "restore from a running gold VM is refused" "$RC" 1
+like "saying what to do" "$ERR" "gold vm 'gold' is running: a gold image is copied stopped; 'agt --instance gold stop' first"
+is "and the working VM still runs" "$(lima_field $VM status)" Running
+agt --instance gold stop >/dev/null 2>&1
+run agt restore --force gold
+is "agt restore --force gold succeeds" "$RC" 0
+like "it copies gold under a temporary name first" "$ERR" "copying vm 'gold' to '$VM\.restoring'"
+like "then stops the working VM" "$ERR" "stopping vm '$VM'"
+like "says it restored it" "$OUT" "^vm '$VM' restored from 'gold'; starting it$"
+like "and starts it until agtd answers" "$OUT" "^vm '$VM' is up: agtd [0-9.]+ at lima:$VM"
+is "the VM runs" "$(lima_field $VM status)" Running
+like "on gold's disk: the rootfs built before the reset is back" "$(agt rootfs ls)" " test "
+is "gold is still there, stopped" "$(lima_field gold status)" Stopped
+is "no temporary VM is left" "$(AGT_FAKE_LIMACTL_ALLOW_ROOT=1 limactl list -q 2>/dev/null | tr '\n' ' ')" "$VM gold gold2 "
 
 # --- a Broken VM (its host agent died, its driver runs on): agt up recovers it
 kill -KILL "$(cat "$VMDIR/ha.pid")"

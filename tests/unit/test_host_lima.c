@@ -64,6 +64,9 @@ static void test_argv(void **state)
   assert_argv(agt_lima_argv_clone(&l, "vm1", "gold"),
               (const char *const[]){"/opt/lima/bin/limactl", "--tty=false", "--log-format=json",
                                     "clone", "vm1", "gold", NULL});
+  assert_argv(agt_lima_argv_rename(&l, "vm1.restoring", "vm1"),
+              (const char *const[]){"/opt/lima/bin/limactl", "--tty=false", "--log-format=json",
+                                    "rename", "vm1.restoring", "vm1", NULL});
   assert_argv(agt_lima_argv_factory_reset(&l, "vm1"),
               (const char *const[]){"/opt/lima/bin/limactl", "--tty=false", "--log-format=json",
                                     "factory-reset", "vm1", NULL});
