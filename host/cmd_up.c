@@ -27,7 +27,8 @@ enum {
 
 static const struct agt_opt opts[] = {
     {OPT_TIMEOUT, "timeout", "DURATION",
-     "how long Lima may take to boot (lima.start_timeout: 10m)"},
+     "how long agt up may take in all: waiting for another agt up of the same VM, Lima's "
+     "boot and agtd's answer (lima.start_timeout: 10m)"},
     {OPT_NO_START, "no-start", NULL,
      "create the VM if it is missing (image copied, disk made), but do not start it"},
     {0, NULL, NULL, NULL},
@@ -107,22 +108,128 @@ static int create_vm(struct agt_ctx *c, const char *name, agt_error_t *err)
   return 0;
 }
 
-static int wait_for_agtd(struct agt_ctx *c, agt_error_t *err)
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Sleep until the next try, at most `step` seconds and never past `deadline`. */
+static void pause_until(double deadline, double step)
+{
+  double left = deadline - now_s();
+  struct timespec ts;
+
+  if (left <= 0)
+    return;
+  if (left > step)
+    left = step;
+  ts.tv_sec = (time_t)left;
+  ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
+  nanosleep(&ts, NULL);
+}
+
+static int wait_for_agtd(struct agt_ctx *c, double deadline, const char *timeout, agt_error_t *err)
 {
   agt_error_t e = NULL;
 
   for (int i = 0;; i++) {
     if (agt_target_connect(&c->target, &e) == 0)
       return 0;
-    if (i == 60 || e->kind == AGT_E_NOTFOUND || (e->kind == AGT_E_STATE && strstr(e->msg, "vm '")))
-      break; /* out of time, or the VM is gone or stopped: waiting will not help */
+    if (e->kind == AGT_E_NOTFOUND || (e->kind == AGT_E_STATE && strstr(e->msg, "vm '")))
+      break; /* the VM is gone or stopped: waiting will not help */
+    if (now_s() >= deadline) {
+      agt_error_wrap(&e, "not within --timeout %s", timeout);
+      break;
+    }
     if (i == 0)
       agt_note(c, "waiting for agtd (%s)", e->msg);
     agt_error_release(&e);
-    sleep(1);
+    pause_until(deadline, 1.0);
   }
   *err = e;
   return agt_error_wrap(err, "agtd does not answer");
+}
+
+/* One `agt up` of an instance at a time: a record lock on $LIMA_HOME/_agt/up-NAME.lock
+ * (Lima skips names that start with "_"), held until agt exits.  A second `agt up` waits
+ * for the first, within its deadline, rather than finding the VM half started (Broken)
+ * and stopping it by force. */
+static int lock_up(struct agt_ctx *c, const char *name, double deadline, const char *timeout,
+                   agt_error_t *err)
+{
+  cleanup_free char *dir = xasprintf("%s/_agt", c->lima.home);
+  cleanup_free char *path = xasprintf("%s/up-%s.lock", dir, name);
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+  int fd, noted = 0;
+
+  if (agt_mkdir_p(dir, 0700, err) < 0)
+    return agt_error_wrap(err, "the lock of agt up");
+  fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return agt_error_make(err, errno, "open the lock of agt up '%s'", path);
+  while (fcntl(fd, F_SETLK, &fl) < 0) {
+    struct flock who = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (errno != EACCES && errno != EAGAIN) {
+      int e = errno;
+      close(fd);
+      return agt_error_make(err, e, "lock '%s'", path);
+    }
+    if (now_s() >= deadline) {
+      close(fd);
+      return agt_error_kind(err, AGT_E_STATE,
+                            "another agt up of vm '%s' still runs after --timeout %s (lock %s)",
+                            name, timeout, path);
+    }
+    if (!noted) {
+      if (fcntl(fd, F_GETLK, &who) == 0 && who.l_type != F_UNLCK)
+        agt_note(c, "waiting for another agt up of vm '%s' (pid %ld)", name, (long)who.l_pid);
+      else
+        agt_note(c, "waiting for another agt up of vm '%s'", name);
+      noted = 1;
+    }
+    pause_until(deadline, 0.2);
+  }
+  return 0; /* fd stays open: the lock lasts until agt exits */
+}
+
+/* Lima calls an instance Broken while its host agent runs and its driver does not yet:
+ * that is also what a start in progress (a `limactl start` outside agt) looks like for a
+ * moment.  While the host agent lives, wait for it to settle (Running, or Stopped when
+ * the start failed) within the deadline; only a Broken instance with no host agent is
+ * stopped by force. */
+static int settle_broken(struct agt_ctx *c, const char *name, struct agt_lima_instance *in,
+                         double deadline, const char *timeout, agt_error_t *err)
+{
+  int noted = 0, found;
+
+  while (in->status == AGT_LIMA_BROKEN && in->hostagent_pid > 0 &&
+         kill((pid_t)in->hostagent_pid, 0) == 0) {
+    if (now_s() >= deadline)
+      return agt_error_kind(err, AGT_E_STATE,
+                            "vm '%s' is still Broken (%s) after --timeout %s, with its host agent "
+                            "(pid %ld) running: 'agt stop --force' stops it",
+                            name, in->errors ? in->errors[0] : "no reason given", timeout,
+                            in->hostagent_pid);
+    if (!noted)
+      agt_note(c, "vm '%s' is starting (Broken: %s; host agent pid %ld): waiting", name,
+               in->errors ? in->errors[0] : "no reason given", in->hostagent_pid);
+    noted = 1;
+    pause_until(deadline, 0.5);
+    agt_lima_instance_release(in);
+    if (agt_vm_state(c, in, &found, err) < 0)
+      return -1;
+    if (!found)
+      return agt_error_kind(err, AGT_E_NOTFOUND, "vm '%s' was deleted while it started", name);
+  }
+  if (in->status == AGT_LIMA_BROKEN) {
+    agt_note(c, "vm '%s' is Broken (%s): stopping it by force first", name,
+             in->errors ? in->errors[0] : "no reason given");
+    if (agt_lima_stop(&c->lima, name, 1, err) < 0)
+      return agt_error_wrap(err, "cannot stop vm '%s'", name);
+  }
+  return 0;
 }
 
 /* The agtd that `agt up` starts for target local: $AGT_AGTD, else the one built next to
@@ -265,6 +372,7 @@ int cmd_up(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   struct agt_lima_instance in;
   char desc[256];
   uint64_t timeout = 600;
+  double deadline, left;
   int found, i;
 
   i = agt_cmd_opts(argc, argv, &help, up_opt, &o, err);
@@ -280,6 +388,9 @@ int cmd_up(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     return up_other(c, err);
   }
   if (agt_parse_duration("--timeout", o.timeout, &timeout, err) < 0)
+    return -1;
+  deadline = now_s() + (double)timeout;
+  if (lock_up(c, name, deadline, o.timeout, err) < 0)
     return -1;
 
   if (agt_vm_state(c, &in, &found, err) < 0)
@@ -302,13 +413,9 @@ int cmd_up(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     agt_lima_instance_release(&in);
     return 0;
   }
-  if (in.status == AGT_LIMA_BROKEN) {
-    agt_note(c, "vm '%s' is Broken (%s): stopping it by force first", name,
-             in.errors ? in.errors[0] : "no reason given");
-    if (agt_lima_stop(&c->lima, name, 1, err) < 0) {
-      agt_lima_instance_release(&in);
-      return agt_error_wrap(err, "cannot stop vm '%s'", name);
-    }
+  if (settle_broken(c, name, &in, deadline, o.timeout, err) < 0) {
+    agt_lima_instance_release(&in);
+    return -1;
   }
   if (in.status != AGT_LIMA_RUNNING) {
     warn_global_lima_config(c);
@@ -316,7 +423,8 @@ int cmd_up(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
              "starting vm '%s' (the first boot downloads an image and provisions agtd: "
              "minutes)",
              name);
-    if (agt_lima_start(&c->lima, name, timeout, err) < 0) {
+    left = deadline - now_s();
+    if (agt_lima_start(&c->lima, name, left < 1 ? 1 : (uint64_t)left, err) < 0) {
       struct agt_lima_instance now;
       int f2;
       agt_lima_instance_release(&in);
@@ -332,7 +440,7 @@ int cmd_up(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     }
   }
   agt_lima_instance_release(&in);
-  if (wait_for_agtd(c, err) < 0)
+  if (wait_for_agtd(c, deadline, o.timeout, err) < 0)
     return -1;
   printf("vm '%s' is up: agtd %s at %s\n", name,
          json_string_value(json_object_get(c->target.rpc.hello, "agtd_version")),

@@ -286,6 +286,85 @@ is "agt up recovers a Broken VM" "$RC" 0
 like "by stopping it by force first" "$ERR" "is Broken .*stopping it by force first"
 is "it runs again" "$(lima_field $VM status)" Running
 
+# --- two agt up at once: the second waits for the first, never stops a VM still starting.
+# A gated ssh-keygen (the host agent makes the VM's host keys with it) holds the VM in
+# Lima's transient Broken state (host agent up, driver not yet) until $T/gate exists.
+mkdir -p "$T/slow"
+printf '#!/bin/sh\nwhile [ ! -e %s/gate ]; do sleep 0.1; done\nexec %s "$@"\n' "$T" \
+  "$(command -v ssh-keygen)" >"$T/slow/ssh-keygen"
+chmod 755 "$T/slow/ssh-keygen"
+agtds() { # the agtds serving this VM's state
+  local n=0 f
+  for f in /proc/[0-9]*/cmdline; do
+    tr '\0' ' ' 2>/dev/null <"$f" | grep -q "^$AGTD serve .*$VMDIR/disk/agt" && n=$((n + 1))
+  done
+  echo "$n"
+}
+wait_for_text() { # wait_for_text PATTERN FILE...: up to 20 s
+  for _ in $(seq 1 200); do
+    cat "${@:2}" 2>/dev/null | grep -Eq "$1" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+run agt stop
+is "(agt stop stops the VM)" "$RC" 0
+rm -f "$T/gate"
+PATH=$T/slow:$PATH "$AGT" up >"$T/up1.out" 2>"$T/up1.err" &
+UP1=$!
+PATH=$T/slow:$PATH "$AGT" up >"$T/up2.out" 2>"$T/up2.err" &
+UP2=$!
+check "one agt up waits for the other" wait_for_text "waiting for another agt up of vm '$VM' \(pid [0-9]+\)" "$T/up1.err" "$T/up2.err"
+touch "$T/gate"
+wait "$UP1"
+RC1=$?
+wait "$UP2"
+RC2=$?
+is "the first of two agt up at once succeeds" "$RC1" 0
+is "so does the second" "$RC2" 0
+unlike "neither stopped the VM by force" "$(cat "$T/up1.err" "$T/up2.err")" "stopping it by force"
+is "the VM runs" "$(lima_field $VM status)" Running
+is "with one agtd" "$(agtds)" 1
+
+# --- a start in progress outside agt (limactl start): agt up waits for it
+run agt stop
+is "(agt stop stops the VM)" "$RC" 0
+rm -f "$T/gate"
+PATH=$T/slow:$PATH AGT_FAKE_LIMACTL_ALLOW_ROOT=1 limactl start "$VM" >/dev/null 2>"$T/lstart.err" &
+LSTART=$!
+for _ in $(seq 1 100); do
+  [ "$(lima_field $VM status)" = Broken ] && break
+  sleep 0.1
+done
+is "(while it starts, limactl lists the VM as Broken)" "$(lima_field $VM status)" Broken
+"$AGT" up >"$T/up3.out" 2>"$T/up3.err" &
+UP3=$!
+check "agt up during that start says the VM is starting" wait_for_text "vm '$VM' is starting \(Broken: host agent is running but driver is not" "$T/up3.err"
+touch "$T/gate"
+wait "$UP3"
+is "and succeeds once it is up" "$?" 0
+unlike "without stopping it by force" "$(cat "$T/up3.err")" "stopping it by force"
+wait "$LSTART"
+is "the limactl start it waited for succeeds too" "$?" 0
+is "with one agtd" "$(agtds)" 1
+
+# --- agt up --timeout bounds the wait for agtd
+for f in /proc/[0-9]*/cmdline; do
+  if tr '\0' ' ' 2>/dev/null <"$f" | grep -q "^$AGTD serve .*$VMDIR/disk/agt"; then
+    p=${f#/proc/}
+    kill -KILL "${p%/cmdline}"
+  fi
+done
+t0=$(date +%s)
+run agt up --timeout 3s
+t1=$(date +%s)
+is "agt up with the VM running and agtd dead fails" "$RC" 1
+like "saying agtd does not answer within the timeout" "$ERR" "agtd does not answer: not within --timeout 3s"
+check "within about the timeout ($((t1 - t0)) s)" test $((t1 - t0)) -le 15
+agt stop --force >/dev/null 2>&1
+agt up >/dev/null 2>&1
+is "(the VM runs again)" "$(lima_field $VM status)" Running
+
 # --- agt delete
 run agt delete
 is "agt delete without a terminal or --force refuses" "$RC" 2
