@@ -554,6 +554,19 @@ static int load_root(struct loader *l, agt_error_t *err)
 
   if (root == NULL)
     return lerr(l, NULL, err, NULL, "the manifest is empty");
+  /* A file that is not a manifest (a path named by mistake, or on purpose: agtd reads it
+   * as root) is refused before anything of it is quoted: no key, no value, no position. */
+  if (root->type != YAML_MAPPING_NODE)
+    return lerr(l, NULL, err, NULL,
+                "not a rootfs manifest: its top level is %s, not a mapping with 'name' and "
+                "'files'",
+                type_name(root));
+  if (agt_yaml_get(l->y, root, "name") == NULL || agt_yaml_get(l->y, root, "files") == NULL)
+    return lerr(l, NULL, err, NULL,
+                "not a rootfs manifest: its top level needs 'name' and 'files' (it has %s)",
+                agt_yaml_get(l->y, root, "name")    ? "no 'files'"
+                : agt_yaml_get(l->y, root, "files") ? "no 'name'"
+                                                    : "neither");
   if (check_keys(l, root, NULL, keys, err) < 0)
     return -1;
   if (get_scalar(l, root, "name", NULL, &n, &s, err) < 0)

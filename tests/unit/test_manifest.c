@@ -244,9 +244,7 @@ static void test_paths(void **state)
 static void test_semantics(void **state)
 {
   (void)state;
-  refused_at("files: []\n", 1, 1, "'name' is required", NULL);
   refused_at("name: Bad_Name\nfiles: []\n", 1, 7, "'name'", NULL);
-  refused_at("name: x\n", 1, 1, "'files' is required", NULL);
   refused_at("name: x\nfiles:\n  - content: x\n", 3, 5, "files[0]", "'path' is required", NULL);
   refused_at("name: x\nfiles:\n  - path: /a\n", 3, 5, "files[0] (/a)",
              "exactly one of 'sources', 'symlink' or 'content'", NULL);
@@ -277,6 +275,38 @@ static void test_semantics(void **state)
   refused_at("name: x\nfiles: [\n", 3, 1, NULL);
 }
 
+/* Refused as "m.yaml: not a rootfs manifest: ..." with no position and no word of the text. */
+static void not_a_manifest(const char *text, const char *why, const char *secret)
+{
+  agt_error_t err = NULL;
+  struct rootfs_manifest *m = load(text, &err);
+
+  if (m != NULL)
+    fail_msg("accepted a file that is not a manifest:\n%s", text);
+  assert_non_null(err);
+  assert_int_equal(err->kind, AGT_E_INVALID);
+  if (strncmp(err->msg, "m.yaml: not a rootfs manifest: ", 31) != 0 ||
+      strstr(err->msg, why) == NULL)
+    fail_msg("expected \"m.yaml: not a rootfs manifest: ...%s...\", got: %s", why, err->msg);
+  if (strstr(err->msg, secret) != NULL)
+    fail_msg("the error quotes the file (\"%s\"): %s", secret, err->msg);
+  agt_error_release(&err);
+}
+
+/* A manifest path that names some other file (/etc/shadow: agtd reads it as root) gets
+ * nothing of that file back: not its first line, not a key, not a value. */
+static void test_not_a_manifest(void **state)
+{
+  (void)state;
+  not_a_manifest("root:$y$j9T$secrethash:20228:0:99999:7:::\n"
+                 "daemon:*:20228:0:99999:7:::\n",
+                 "needs 'name' and 'files' (it has neither)", "secrethash");
+  not_a_manifest("root:x:0:0:root:/root:/bin/bash\n", "its top level is a scalar", "root:x");
+  not_a_manifest("- secret-item\n", "its top level is a list", "secret-item");
+  not_a_manifest("password: hunter2\nname: x\n", "(it has no 'files')", "hunter2");
+  not_a_manifest("files: []\ntoken: hunter2\n", "(it has no 'name')", "hunter2");
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -286,6 +316,7 @@ int main(void)
       cmocka_unit_test(test_wrong_types),
       cmocka_unit_test(test_paths),
       cmocka_unit_test(test_semantics),
+      cmocka_unit_test(test_not_a_manifest),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
