@@ -42,6 +42,10 @@ asan *args: (_setup "build-asan" "--buildtype=debugoptimized" "-Db_sanitize=addr
     meson compile -C build-asan
     bash scripts/meson-test.sh build-asan "$@"
 
+# Cross-build agt for macOS (aarch64 and x86_64, or the arches named) with zig; `file` checks each
+macos-build *arches:
+    bash scripts/macos-build.sh "$@"
+
 # Fuzz the wire codec, YAML and manifest loaders for SECONDS each (build-fuzz/: clang, ASan+UBSan)
 fuzz seconds="60":
     if [ ! -f build-fuzz/build.ninja ]; then CC=clang meson setup build-fuzz --buildtype=debugoptimized -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false; fi
@@ -109,7 +113,7 @@ lint:
 
 # Remove the build directories
 clean:
-    rm -rf build build-asan build-fuzz
+    rm -rf build build-asan build-fuzz build-macos
 
 # meson setup DIR OPTIONS... unless DIR is already configured
 _setup dir *opts:
