@@ -9,6 +9,7 @@
 #include "config.h"
 #include "error.h"
 #include "lima.h"
+#include "platform.h"
 #include "target.h"
 #include "template.h"
 
@@ -17,7 +18,7 @@ struct agt_ctx {
   struct agt_target target;
   struct agt_lima lima;
   struct agt_host host;
-  char host_os[32], host_arch[32];
+  struct agt_host_facts host_facts; /* this machine's; host points into it */
   int quiet;
   int exit_code;            /* what agt exits with when the command succeeds (agt shell) */
   agt_error_t config_error; /* AGT_CONFIG_ERRORS_OK: why the config did not load */

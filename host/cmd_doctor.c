@@ -74,6 +74,29 @@ static int version_at_least(const char *v, int major, int minor)
   return a > major || (a == major && b >= minor);
 }
 
+/* The machine's facts (platform.h): the system, vz and Rosetta on macOS, and its CPUs and
+ * memory against the VM's; with another target than Lima, the system alone. */
+static void check_facts(struct doctor *d)
+{
+  static const enum result as[] = {
+      [AGT_FACT_OK] = D_OK, [AGT_FACT_WARN] = D_WARN, [AGT_FACT_FAIL] = D_FAIL};
+  struct agt_config *cfg = &d->c->cfg;
+  struct agt_fact_row rows[AGT_FACT_ROWS];
+  struct agt_vm_wants want = {0, 0, agt_config_get(cfg, AGT_CFG_VM_TYPE),
+                              strcmp(agt_config_get(cfg, AGT_CFG_VM_ROSETTA), "on") == 0};
+  uint64_t cpus = 0;
+  agt_error_t e = NULL;
+  size_t n;
+
+  if (agt_config_u64(cfg, AGT_CFG_VM_CPUS, &cpus, &e) < 0 ||
+      agt_config_size(cfg, AGT_CFG_VM_MEMORY, &want.memory, &e) < 0)
+    agt_error_release(&e); /* the config row says what is wrong */
+  want.cpus = (unsigned)cpus;
+  n = agt_host_fact_rows(&d->c->host_facts, &want, rows);
+  for (size_t k = 0; k < (d->na ? 1 : n); k++)
+    row(d, "host", rows[k].check, as[rows[k].result], rows[k].fix, "%s", rows[k].detail);
+}
+
 static void check_limactl(struct doctor *d)
 {
   const char *prog = agt_config_get(&d->c->cfg, AGT_CFG_LIMA_LIMACTL);
@@ -295,6 +318,7 @@ int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   printf("%-6s %-11s %-6s %s\n", "AREA", "CHECK", "RESULT", "DETAIL");
 
   /* host */
+  check_facts(&d);
   check_limactl(&d);
   {
     /* the key's row depends on whether the VM exists: ask limactl first, quietly */

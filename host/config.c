@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "lima.h"
 #include "names.h"
+#include "platform.h"
 #include "stream.h"
 #include "xalloc.h"
 #include "yamlutil.h"
@@ -46,6 +47,7 @@ static const struct key_desc keys[AGT_CFG_NKEYS] = {
     [AGT_CFG_VM_IMAGE] = {"vm.image", T_STR, NULL},
     [AGT_CFG_VM_IMAGE_DIGEST] = {"vm.image_digest", T_STR, NULL},
     [AGT_CFG_VM_MOUNT_TYPE] = {"vm.mount_type", T_ENUM, "default|virtiofs|9p|reverse-sshfs"},
+    [AGT_CFG_VM_ROSETTA] = {"vm.rosetta", T_ENUM, "off|on"},
     [AGT_CFG_VM_TEMPLATE] = {"vm.template", T_PATH, NULL},
     [AGT_CFG_VM_AGT_SOURCE] = {"vm.agt_source", T_PATH, NULL},
     [AGT_CFG_LIMA_LIMACTL] = {"lima.limactl", T_STR, NULL},
@@ -207,6 +209,7 @@ void agt_config_init(struct agt_config *c)
   set_text(&c->v[AGT_CFG_VM_TYPE], xstrdup("auto"), &def);
   set_text(&c->v[AGT_CFG_VM_ARCH], xstrdup("default"), &def);
   set_text(&c->v[AGT_CFG_VM_MOUNT_TYPE], xstrdup("default"), &def);
+  set_text(&c->v[AGT_CFG_VM_ROSETTA], xstrdup("off"), &def);
   if (access(tmpl, R_OK) == 0) {
     o.what = "the source tree agt was built from";
     set_text(&c->v[AGT_CFG_VM_TEMPLATE], steal_pointer(&tmpl), &o);
@@ -222,7 +225,7 @@ void agt_config_init(struct agt_config *c)
     o.what = "LIMA_HOME";
     set_text(&c->v[AGT_CFG_LIMA_HOME], xstrdup(lima_home), &o);
   } else {
-    set_text(&c->v[AGT_CFG_LIMA_HOME], agt_expand_path("~/.lima", NULL), &def);
+    set_text(&c->v[AGT_CFG_LIMA_HOME], agt_platform_lima_home(agt_os_native()), &def);
   }
   set_text(&c->v[AGT_CFG_LIMA_START_TIMEOUT], xstrdup("10m"), &def);
   set_text(&c->v[AGT_CFG_AGTD_SOCKET], xstrdup("/run/agt/agtd.sock"), &def);
@@ -657,10 +660,9 @@ int agt_config_load(struct agt_config *c, const struct agt_config_paths *paths, 
   } else if ((env = getenv("AGT_CONFIG")) && *env) {
     user = agt_expand_path(env, NULL);
     explicit = 1;
-  } else if ((env = getenv("XDG_CONFIG_HOME")) && *env) {
-    user = xasprintf("%s/agt/config.yaml", env);
   } else {
-    user = agt_expand_path("~/.config/agt/config.yaml", NULL);
+    user = agt_platform_config_file(paths && paths->os ? agt_os_from_name(paths->os)
+                                                       : agt_os_native());
   }
   if (explicit || file_exists(user))
     if (agt_config_load_file(c, user, NULL, err) < 0)

@@ -1,5 +1,6 @@
 /* agt's configuration: built-in defaults, then the user's file
- * (~/.config/agt/config.yaml, $XDG_CONFIG_HOME, or --config / $AGT_CONFIG), then the
+ * (~/.config/agt/config.yaml on Linux, ~/Library/Application Support/agt/config.yaml on
+ * macOS, $XDG_CONFIG_HOME/agt/config.yaml, or --config / $AGT_CONFIG), then the
  * repository's overlay (.agt/config.yaml in the current directory or a parent), then
  * environment variables and command-line flags.  Scalars override; lists append.  Every
  * value remembers where it came from, for `agt config show` and for error messages.
@@ -64,6 +65,7 @@ enum agt_cfg_key {
   AGT_CFG_VM_IMAGE,
   AGT_CFG_VM_IMAGE_DIGEST,
   AGT_CFG_VM_MOUNT_TYPE,
+  AGT_CFG_VM_ROSETTA,
   AGT_CFG_VM_TEMPLATE,
   AGT_CFG_VM_AGT_SOURCE,
   AGT_CFG_LIMA_LIMACTL,
@@ -99,13 +101,14 @@ struct agt_config {
 };
 
 /* Where the files come from.  NULL members take their defaults: user_file from
- * $AGT_CONFIG, else $XDG_CONFIG_HOME/agt/config.yaml, else ~/.config/agt/config.yaml;
+ * $AGT_CONFIG, else agt_platform_config_file() for `os` (platform.h);
  * the overlay is searched from `cwd` (the current directory) up to the directory holding
  * .git or to /.  An explicit user_file must exist; the default one may be absent. */
 struct agt_config_paths {
   const char *user_file;
   const char *cwd;
-  int no_repo; /* do not look for .agt/config.yaml */
+  int no_repo;    /* do not look for .agt/config.yaml */
+  const char *os; /* "darwin" or "linux": whose default user file; NULL: this machine's */
 };
 
 void agt_config_init(struct agt_config *c);

@@ -317,7 +317,7 @@ int main(int argc, char **argv)
     return 2;
   }
   c.quiet = g.quiet;
-  agt_host_detect(&c.host, c.host_os, sizeof c.host_os, c.host_arch, sizeof c.host_arch);
+  agt_host_detect(&c.host, &c.host_facts);
   agt_config_init(&c.cfg);
   paths.user_file = g.config;
   if (agt_config_load(&c.cfg, &paths, &err) < 0) {

@@ -1,11 +1,9 @@
 #include "template.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 
 #include "agt_version.h"
 #include "cleanup.h"
@@ -15,32 +13,36 @@
 
 #define SCRIPT_MAX (1024 * 1024)
 
-void agt_host_detect(struct agt_host *h, char *osbuf, size_t oslen, char *archbuf, size_t archlen)
+void agt_host_from_facts(struct agt_host *h, const struct agt_host_facts *f)
 {
-  struct utsname u;
-
-  if (uname(&u) < 0) {
-    snprintf(osbuf, oslen, "unknown");
-    snprintf(archbuf, archlen, "unknown");
-  } else {
-    size_t i;
-    for (i = 0; u.sysname[i] && i + 1 < oslen; i++)
-      osbuf[i] = (char)tolower((unsigned char)u.sysname[i]);
-    osbuf[i] = '\0';
-    if (strcmp(u.machine, "arm64") == 0 || strcmp(u.machine, "aarch64") == 0)
-      snprintf(archbuf, archlen, "aarch64");
-    else if (strcmp(u.machine, "amd64") == 0 || strcmp(u.machine, "x86_64") == 0)
-      snprintf(archbuf, archlen, "x86_64");
-    else
-      snprintf(archbuf, archlen, "%s", u.machine);
+  memset(h, 0, sizeof *h);
+  h->os = f->os == AGT_OS_DARWIN ? "darwin" : "linux";
+  h->arch = f->arch[0] ? f->arch : "unknown";
+  if (f->os == AGT_OS_DARWIN) {
+    h->os_version = f->os_version[0] ? f->os_version : NULL;
+    h->rosetta = f->rosetta;
   }
-  h->os = osbuf;
-  h->arch = archbuf;
 }
 
-const char *agt_default_vm_type(const char *os)
+void agt_host_detect(struct agt_host *h, struct agt_host_facts *f)
 {
-  return strcmp(os, "darwin") == 0 ? "vz" : "qemu";
+  if (agt_host_facts_native(f) < 0) { /* unknown facts: the system agt was built for */
+    memset(f, 0, sizeof *f);
+    f->os = agt_os_native();
+  }
+  agt_host_from_facts(h, f);
+}
+
+static int host_is_darwin(const struct agt_host *host)
+{
+  return strcmp(host->os, "darwin") == 0;
+}
+
+const char *agt_default_vm_type(const struct agt_host *host)
+{
+  if (!host_is_darwin(host))
+    return "qemu";
+  return host->os_version == NULL || agt_macos_has_vz(host->os_version) ? "vz" : "qemu";
 }
 
 char *agt_lima_size(unsigned long long n)
@@ -258,6 +260,7 @@ int agt_template_render(const struct agt_config *cfg, const struct agt_host *hos
   const char *image = agt_config_get(cfg, AGT_CFG_VM_IMAGE);
   const char *digest = agt_config_get(cfg, AGT_CFG_VM_IMAGE_DIGEST);
   const char *mount_type = agt_config_get(cfg, AGT_CFG_VM_MOUNT_TYPE);
+  const char *rosetta = agt_config_get(cfg, AGT_CFG_VM_ROSETTA);
   const char *source = agt_config_get(cfg, AGT_CFG_VM_AGT_SOURCE);
   cleanup_free char *dir = NULL, *mem = NULL, *disk = NULL, *src_mp = NULL;
   struct agt_strv roots = {0};
@@ -271,10 +274,27 @@ int agt_template_render(const struct agt_config *cfg, const struct agt_host *hos
 
   *out = NULL;
   if (strcmp(vm_type, "auto") == 0)
-    vm_type = agt_default_vm_type(host->os);
-  if (strcmp(vm_type, "vz") == 0 && strcmp(host->os, "darwin") != 0)
+    vm_type = agt_default_vm_type(host);
+  if (strcmp(vm_type, "vz") == 0 && !host_is_darwin(host))
     return agt_error_kind(err, AGT_E_INVALID, "vm.vm_type vz needs macOS (this host is %s)",
                           host->os);
+  if (strcmp(vm_type, "vz") == 0 && host->os_version && !agt_macos_has_vz(host->os_version))
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "vm.vm_type vz needs macOS 13 or later (this Mac runs macOS %s): "
+                          "use qemu (brew install qemu) or auto",
+                          host->os_version);
+  if (strcmp(rosetta, "on") == 0) {
+    if (strcmp(vm_type, "vz") != 0 || strcmp(host->arch, "aarch64") != 0)
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "vm.rosetta on needs a Mac with Apple silicon and vm_type vz (this "
+                            "host: %s %s, vm_type %s)",
+                            host->os, host->arch, vm_type);
+    if (!host->rosetta && host->os_version)
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "vm.rosetta on: Rosetta is not installed on this Mac (no %s): "
+                            "softwareupdate --install-rosetta --agree-to-license",
+                            AGT_ROSETTA_PATH);
+  }
   if (check_source_tree(source, err) < 0)
     return -1;
   if (agt_yaml_load_file(&y, tmpl, err) < 0 || agt_yaml_refuse_nul(&y, err) < 0) {
@@ -293,6 +313,16 @@ int agt_template_render(const struct agt_config *cfg, const struct agt_host *hos
   root = 1; /* libyaml's root node is always the first */
 
   map_set_str(&r, root, "vmType", vm_type, YAML_PLAIN_SCALAR_STYLE);
+  if (strcmp(rosetta, "on") == 0) {
+    /* vmOpts.vz.rosetta: x86_64 Linux binaries run in the aarch64 guest (binfmt_misc) */
+    int vo, vz, ro;
+    if ((vo = map_child_map(&r, root, "vmOpts", err)) < 0 ||
+        (vz = map_child_map(&r, vo, "vz", err)) < 0 ||
+        (ro = map_child_map(&r, vz, "rosetta", err)) < 0)
+      goto out;
+    map_set_str(&r, ro, "enabled", "true", YAML_PLAIN_SCALAR_STYLE);
+    map_set_str(&r, ro, "binfmt", "true", YAML_PLAIN_SCALAR_STYLE);
+  }
   if (strcmp(arch, "default") != 0)
     map_set_str(&r, root, "arch", arch, YAML_PLAIN_SCALAR_STYLE);
   map_set_str(&r, root, "cpus", agt_config_get(cfg, AGT_CFG_VM_CPUS), YAML_PLAIN_SCALAR_STYLE);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "platform.h"
 #include "xalloc.h"
 
 void agt_strv_push(struct agt_strv *s, const char *str)
@@ -155,12 +156,7 @@ int agt_write_file(const char *path, const char *data, size_t len, mode_t mode, 
 
 char *agt_cache_dir(void)
 {
-  const char *x = getenv("XDG_CACHE_HOME");
-  const char *home = getenv("HOME");
-
-  if (x && x[0] == '/')
-    return xasprintf("%s/agt", x);
-  return xasprintf("%s/.cache/agt", home && *home ? home : "/tmp");
+  return agt_platform_cache_dir(agt_os_native());
 }
 
 const char *agt_human_bytes(unsigned long long n, char *buf, size_t len)

@@ -26,7 +26,8 @@ int agt_mkdir_p(const char *path, mode_t mode, agt_error_t *err);
 char *agt_read_file(const char *path, size_t max, size_t *len, agt_error_t *err);
 /* Write through a temporary file and rename, so readers never see half a file. */
 int agt_write_file(const char *path, const char *data, size_t len, mode_t mode, agt_error_t *err);
-/* $XDG_CACHE_HOME/agt, else ~/.cache/agt (not created). */
+/* $XDG_CACHE_HOME/agt, else ~/.cache/agt on Linux and ~/Library/Caches/agt on macOS (not
+ * created; platform.h). */
 char *agt_cache_dir(void);
 /* "4.0 GiB" for a byte count. */
 const char *agt_human_bytes(unsigned long long n, char *buf, size_t len);

@@ -736,6 +736,89 @@ static void test_render_refusals(void **state)
   agt_config_release(&c);
 }
 
+/* The macOS choices, with the macOS branch taken here: vz and virtiofs from macOS 13 on,
+ * QEMU and 9p before, Rosetta only on Apple silicon with vz and Rosetta installed. */
+static char *render_mac(struct agt_config *c, const char *version, const char *arch, int rosetta,
+                        agt_error_t *err)
+{
+  struct agt_host_facts f;
+  struct agt_host h;
+  char *out = NULL;
+
+  memset(&f, 0, sizeof f);
+  f.os = AGT_OS_DARWIN;
+  snprintf(f.os_version, sizeof f.os_version, "%s", version);
+  snprintf(f.arch, sizeof f.arch, "%s", arch);
+  f.apple_silicon = strcmp(arch, "aarch64") == 0;
+  f.vz = agt_macos_has_vz(version);
+  f.rosetta = rosetta;
+  agt_host_from_facts(&h, &f);
+  assert_string_equal(h.os, "darwin");
+  assert_string_equal(h.os_version, version);
+  if (agt_template_render(c, &h, &out, err) < 0)
+    return NULL;
+  return out;
+}
+
+static void test_render_macos(void **state)
+{
+  struct agt_config c;
+  agt_error_t err = NULL;
+  agt_yaml_t y;
+  char *yaml;
+
+  (void)state;
+  agt_config_init(&c);
+  /* macOS 14 on Apple silicon: vz, virtiofs, no Rosetta unless asked */
+  yaml = render_mac(&c, "14.5", "aarch64", 1, &err);
+  assert_non_null(yaml);
+  assert_int_equal(check_text("rendered for macOS 14", yaml), 0);
+  load(&y, yaml);
+  assert_string_equal(get(&y, "vmType"), "vz");
+  assert_string_equal(get(&y, "mountType"), "virtiofs");
+  assert_null(get(&y, "vmOpts.vz.rosetta.enabled"));
+  agt_yaml_release(&y);
+  free(yaml);
+
+  /* macOS 12: no vz for Lima, so QEMU and 9p; vz asked for is refused */
+  yaml = render_mac(&c, "12.7.6", "x86_64", 0, &err);
+  assert_non_null(yaml);
+  load(&y, yaml);
+  assert_string_equal(get(&y, "vmType"), "qemu");
+  assert_string_equal(get(&y, "mountType"), "9p");
+  agt_yaml_release(&y);
+  free(yaml);
+  assert_int_equal(agt_config_set(&c, AGT_CFG_VM_TYPE, "vz", AGT_CFG_FLAG, "t", &err), 0);
+  assert_null(render_mac(&c, "12.7.6", "x86_64", 0, &err));
+  assert_non_null(strstr(err->msg, "vz needs macOS 13 or later (this Mac runs macOS 12.7.6)"));
+  agt_error_release(&err);
+  agt_config_release(&c);
+
+  /* Rosetta on: vmOpts.vz.rosetta in the rendered template */
+  agt_config_init(&c);
+  assert_int_equal(agt_config_set(&c, AGT_CFG_VM_ROSETTA, "on", AGT_CFG_FLAG, "t", &err), 0);
+  yaml = render_mac(&c, "15.1", "aarch64", 1, &err);
+  assert_non_null(yaml);
+  assert_int_equal(check_text("rendered with Rosetta", yaml), 0);
+  load(&y, yaml);
+  assert_string_equal(get(&y, "vmOpts.vz.rosetta.enabled"), "true");
+  assert_string_equal(get(&y, "vmOpts.vz.rosetta.binfmt"), "true");
+  agt_yaml_release(&y);
+  free(yaml);
+  /* ... refused without Rosetta installed, on Intel, and with QEMU */
+  assert_null(render_mac(&c, "15.1", "aarch64", 0, &err));
+  assert_non_null(strstr(err->msg, "softwareupdate --install-rosetta"));
+  agt_error_release(&err);
+  assert_null(render_mac(&c, "15.1", "x86_64", 0, &err));
+  assert_non_null(strstr(err->msg, "needs a Mac with Apple silicon"));
+  agt_error_release(&err);
+  assert_int_equal(agt_config_set(&c, AGT_CFG_VM_TYPE, "qemu", AGT_CFG_FLAG, "t", &err), 0);
+  assert_null(render_mac(&c, "15.1", "aarch64", 1, &err));
+  assert_non_null(strstr(err->msg, "vm_type qemu"));
+  agt_error_release(&err);
+  agt_config_release(&c);
+}
+
 static void test_lima_size(void **state)
 {
   static const struct {
@@ -758,6 +841,7 @@ int main(void)
       cmocka_unit_test(test_reference_schema), cmocka_unit_test(test_template_file_matches_lima),
       cmocka_unit_test(test_render_defaults),  cmocka_unit_test(test_render_config),
       cmocka_unit_test(test_render_refusals),  cmocka_unit_test(test_lima_size),
+      cmocka_unit_test(test_render_macos),
   };
   int r = load_reference(&ref);
 
