@@ -194,6 +194,18 @@ static void set_text(struct agt_cfg_value *val, char *text, const struct agt_cfg
   val->origin = *o;
 }
 
+char *agt_default_agt_source(const char *built_from, const char *datadir, const char **what)
+{
+  cleanup_free char *g = xasprintf("%s/guest/meson.build", built_from);
+
+  if (access(g, R_OK) == 0) {
+    *what = "the source tree agt was built from";
+    return xstrdup(built_from);
+  }
+  *what = "installed with agt";
+  return xasprintf("%s/src", datadir);
+}
+
 void agt_config_init(struct agt_config *c)
 {
   static const struct agt_cfg_origin def = {AGT_CFG_DEFAULT, NULL, 0, 0, NULL};
@@ -217,8 +229,10 @@ void agt_config_init(struct agt_config *c)
     o.what = "installed with agt";
     set_text(&c->v[AGT_CFG_VM_TEMPLATE], xasprintf("%s/lima/agt.yaml", AGT_DATADIR), &o);
   }
-  o.what = "the source tree agt was built from";
-  set_text(&c->v[AGT_CFG_VM_AGT_SOURCE], xstrdup(AGT_SOURCE_ROOT), &o);
+  {
+    char *src = agt_default_agt_source(AGT_SOURCE_ROOT, AGT_DATADIR, &o.what);
+    set_text(&c->v[AGT_CFG_VM_AGT_SOURCE], src, &o);
+  }
   set_text(&c->v[AGT_CFG_LIMA_LIMACTL], xstrdup("limactl"), &def);
   if (lima_home && *lima_home) {
     o.src = AGT_CFG_ENV;

@@ -145,6 +145,11 @@ char *agt_cfg_origin_str(const struct agt_cfg_origin *o);
 void agt_config_show(const struct agt_config *c, FILE *f);
 void agt_config_show_json(const struct agt_config *c, FILE *f);
 
+/* vm.agt_source's default: `built_from` (the tree agt was compiled from) while it holds
+ * agt's sources, else DATADIR/src, the copy installed with agt (Homebrew's formula puts the
+ * release's tree there); *what says which. */
+char *agt_default_agt_source(const char *built_from, const char *datadir, const char **what);
+
 /* A path with ~ expanded and, when relative, made absolute against base. */
 char *agt_expand_path(const char *path, const char *base);
 

@@ -124,6 +124,34 @@ static void test_config_load_macos_file(void **state)
   rmdir(dir);
 }
 
+/* An installed agt (Homebrew's) whose build tree is gone mounts the installed sources. */
+static void test_default_agt_source(void **state)
+{
+  char dir[] = "/tmp/agt-test-source.XXXXXX";
+  cleanup_free char *guest = NULL, *file = NULL, *a = NULL, *b = NULL;
+  const char *what = NULL;
+  agt_error_t err = NULL;
+  FILE *f;
+
+  (void)state;
+  assert_non_null(mkdtemp(dir));
+  a = agt_default_agt_source(dir, "/opt/homebrew/share/agt", &what);
+  assert_string_equal(a, "/opt/homebrew/share/agt/src");
+  assert_string_equal(what, "installed with agt");
+  guest = xasprintf("%s/guest", dir);
+  assert_int_equal(agt_mkdir_p(guest, 0755, &err), 0);
+  file = xasprintf("%s/meson.build", guest);
+  f = fopen(file, "w");
+  assert_non_null(f);
+  fclose(f);
+  b = agt_default_agt_source(dir, "/opt/homebrew/share/agt", &what);
+  assert_string_equal(b, dir);
+  assert_string_equal(what, "the source tree agt was built from");
+  unlink(file);
+  rmdir(guest);
+  rmdir(dir);
+}
+
 /* A Mac's sysctl values, by name; absent names fail with ENOENT as on a Mac. */
 struct fake_mac {
   const char *version;
@@ -332,6 +360,7 @@ int main(void)
       cmocka_unit_test_setup(test_paths, setup),
       cmocka_unit_test_setup(test_paths_xdg, setup),
       cmocka_unit_test_setup(test_config_load_macos_file, setup),
+      cmocka_unit_test(test_default_agt_source),
       cmocka_unit_test(test_facts_apple_silicon),
       cmocka_unit_test(test_facts_intel_old_macos),
       cmocka_unit_test(test_facts_linux),
