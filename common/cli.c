@@ -107,6 +107,23 @@ int agt_parse_u64(const char *what, const char *s, uint64_t *out, agt_error_t *e
   return 0;
 }
 
+int agt_parse_limit(const char *what, const char *s, int size, uint64_t *out, agt_error_t *err)
+{
+  if (s && strcmp(s, "unlimited") == 0) {
+    *out = AGT_LIMIT_UNLIMITED;
+    return 0;
+  }
+  if ((size ? agt_parse_size(what, s, out, err) : agt_parse_u64(what, s, out, err)) < 0)
+    return -1;
+  if (*out == 0)
+    return agt_error_kind(err, AGT_E_INVALID, "%s 0 is not a limit: write 'unlimited' for none",
+                          what);
+  if (*out == AGT_LIMIT_UNLIMITED)
+    return agt_error_kind(err, AGT_E_INVALID, "%s '%s' is too large: write 'unlimited' for none",
+                          what, s);
+  return 0;
+}
+
 int agt_parse_size(const char *what, const char *s, uint64_t *out, agt_error_t *err)
 {
   char *end;

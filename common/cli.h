@@ -30,4 +30,10 @@ void agt_opts_usage(FILE *f, const char *usage, const char *summary, const struc
 int agt_parse_size(const char *what, const char *s, uint64_t *out, agt_error_t *err);
 int agt_parse_u64(const char *what, const char *s, uint64_t *out, agt_error_t *err);
 
+/* A jail limit that may be lifted (memory, pids, cpu): what agt_parse_size (`size`) or
+ * agt_parse_u64 reads, or "unlimited" (*out = AGT_LIMIT_UNLIMITED).  0 is refused with a
+ * message saying to write "unlimited": it is not a limit, and once meant none. */
+#define AGT_LIMIT_UNLIMITED UINT64_MAX
+int agt_parse_limit(const char *what, const char *s, int size, uint64_t *out, agt_error_t *err);
+
 #endif

@@ -228,6 +228,32 @@ int agt_param_u64(json_t *params, const char *key, int required, uint64_t *out, 
   return 0;
 }
 
+int agt_param_limit(json_t *params, const char *key, uint64_t *out, agt_error_t *err)
+{
+  json_t *v = json_is_object(params) ? json_object_get(params, key) : NULL;
+
+  if (v == NULL || json_is_null(v))
+    return 0;
+  if (json_is_string(v) && strcmp(json_string_value(v), "unlimited") == 0) {
+    *out = UINT64_MAX;
+    return 0;
+  }
+  if (json_is_integer(v) && json_integer_value(v) == 0)
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "field '%s' is 0, which is not a limit: write \"unlimited\" for none",
+                          key);
+  if (!json_is_integer(v) || json_integer_value(v) < 0)
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "field '%s' must be a positive integer or \"unlimited\"", key);
+  *out = (uint64_t)json_integer_value(v);
+  return 0;
+}
+
+json_t *agt_limit_json(uint64_t v)
+{
+  return v == UINT64_MAX ? json_string("unlimited") : json_integer((json_int_t)v);
+}
+
 int agt_param_bool(json_t *params, const char *key, int *out, agt_error_t *err)
 {
   json_t *v = json_is_object(params) ? json_object_get(params, key) : NULL;

@@ -55,6 +55,11 @@ int agt_param_str(json_t *params, const char *key, int required, const char **ou
                   agt_error_t *err);
 int agt_param_u64(json_t *params, const char *key, int required, uint64_t *out, agt_error_t *err);
 int agt_param_bool(json_t *params, const char *key, int *out, agt_error_t *err);
+/* A limit that may be lifted: a positive integer, or the string "unlimited" (*out =
+ * UINT64_MAX).  0 is refused: it is not a limit.  Absent: *out is left alone. */
+int agt_param_limit(json_t *params, const char *key, uint64_t *out, agt_error_t *err);
+/* Its wire form: "unlimited" for UINT64_MAX, else the integer. */
+json_t *agt_limit_json(uint64_t v);
 /* Refuse any key of obj not in the NULL-terminated list known: "unknown field
  * '<prefix><key>'", so a typo is never silently ignored. */
 int agt_param_only(json_t *obj, const char *const *known, const char *prefix, agt_error_t *err);

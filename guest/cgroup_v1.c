@@ -50,14 +50,24 @@ int agt_cgroup_v1_create(struct agt_cgroup_root *r, const char *jail,
   for (int i = 0; i < 3; i++)
     if (mkdir(dirs[i], 0755) < 0 && errno != EEXIST)
       return agt_error_make(err, errno, "mkdir '%s'", dirs[i]);
-  if (l->memory_bytes) {
-    if (write_limit(mem, "memory.limit_in_bytes", l->memory_bytes, err) < 0)
-      return -1;
-    /* With swap accounting, memsw must be limited too or the hog just swaps. */
+  /* Every limit is written, "no limit" too (-1, max): a prepared jail's cgroup, renamed
+   * to the jail's, holds the default limits until then. */
+  {
+    cleanup_free char *limit = xasprintf("%s/memory.limit_in_bytes", mem);
     cleanup_free char *memsw = xasprintf("%s/memory.memsw.limit_in_bytes", mem);
-    if (access(memsw, F_OK) == 0 &&
-        write_limit(mem, "memory.memsw.limit_in_bytes", l->memory_bytes, err) < 0)
+    char v[32];
+    snprintf(v, sizeof v, "%lld", l->memory_bytes ? (long long)l->memory_bytes : -1LL);
+    /* With swap accounting, memsw must be limited too or the hog just swaps.  It may never
+     * be below memory.limit_in_bytes: lowering writes that first, raising memsw first. */
+    if (access(memsw, F_OK) != 0) {
+      if (agt_write_str(limit, v, err) < 0)
+        return -1;
+    } else if (agt_write_str(limit, v, NULL) == 0) {
+      if (agt_write_str(memsw, v, err) < 0)
+        return -1;
+    } else if (agt_write_str(memsw, v, err) < 0 || agt_write_str(limit, v, err) < 0) {
       return -1;
+    }
   }
   if (l->pids) {
     if (write_limit(pids, "pids.max", l->pids, err) < 0)
@@ -70,6 +80,10 @@ int agt_cgroup_v1_create(struct agt_cgroup_root *r, const char *jail,
   if (l->cpu_millis) {
     if (write_limit(cpu, "cpu.cfs_period_us", 100000, err) < 0 ||
         write_limit(cpu, "cpu.cfs_quota_us", l->cpu_millis * 100, err) < 0)
+      return -1;
+  } else {
+    cleanup_free char *quota = xasprintf("%s/cpu.cfs_quota_us", cpu);
+    if (agt_write_str(quota, "-1", err) < 0)
       return -1;
   }
   return 0;

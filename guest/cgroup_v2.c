@@ -55,22 +55,26 @@ int agt_cgroup_v2_create(struct agt_cgroup_root *r, const char *jail,
 
   if (mkdir(dir, 0755) < 0 && errno != EEXIST)
     return agt_error_make(err, errno, "mkdir '%s'", dir);
-  if (l->memory_bytes) {
+  /* Every limit is written, "no limit" too (max), as cgroup v1 does. */
+  if (l->memory_bytes)
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)l->memory_bytes);
-    if (write_file(dir, "memory.max", buf, err) < 0)
-      return -1;
-    write_file(dir, "memory.swap.max", "0", NULL); /* absent without swap accounting */
-  }
-  if (l->pids) {
+  else
+    snprintf(buf, sizeof buf, "max");
+  if (write_file(dir, "memory.max", buf, err) < 0)
+    return -1;
+  write_file(dir, "memory.swap.max", "0", NULL); /* absent without swap accounting */
+  if (l->pids)
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)l->pids);
-    if (write_file(dir, "pids.max", buf, err) < 0)
-      return -1;
-  }
-  if (l->cpu_millis) {
+  else
+    snprintf(buf, sizeof buf, "max");
+  if (write_file(dir, "pids.max", buf, err) < 0)
+    return -1;
+  if (l->cpu_millis)
     snprintf(buf, sizeof buf, "%llu 100000", (unsigned long long)l->cpu_millis * 100);
-    if (write_file(dir, "cpu.max", buf, err) < 0)
-      return -1;
-  }
+  else
+    snprintf(buf, sizeof buf, "max 100000");
+  if (write_file(dir, "cpu.max", buf, err) < 0)
+    return -1;
   return 0;
 }
 

@@ -130,9 +130,10 @@ static const struct agt_opt create_opts[] = {
     {'r', "rootfs", "REF", "rootfs id, id prefix or manifest name (default)"},
     {'w', "workspace", "DIR", "directory bound read-write at /work (a new one under agtd's state)"},
     {'e', "env", "KEY=VALUE", "set a variable in the jail's environment (repeatable)"},
-    {OPT_MEMORY, "memory", "SIZE", "memory limit, e.g. 512M (2G)"},
-    {OPT_PIDS, "pids", "N", "process limit (512)"},
-    {OPT_CPU, "cpu", "MILLI", "CPU limit in thousandths of a core (1000)"},
+    {OPT_MEMORY, "memory", "SIZE", "memory limit, e.g. 512M, or unlimited (2G)"},
+    {OPT_PIDS, "pids", "N", "process limit, or unlimited (512)"},
+    {OPT_CPU, "cpu", "MILLI",
+     "CPU limit in thousandths of a core (10 or more), or unlimited (1000)"},
     {OPT_NOFILE, "nofile", "N", "open file limit (4096)"},
     {OPT_TMP, "tmp", "SIZE", "size of the jail's /tmp (512M)"},
     {OPT_LOG, "log", "SIZE", "captured output kept on disk (8M)"},
@@ -173,14 +174,23 @@ static int create_opt(void *ctx, int key, const char *arg, agt_error_t *err)
     }
     return 0;
   case OPT_MEMORY:
+    if (agt_parse_limit("--memory", arg, 1, &v, err) < 0)
+      return -1;
+    json_object_set_new(o->limits, "memory", agt_limit_json(v));
+    return 0;
+  case OPT_PIDS:
+  case OPT_CPU:
+    if (agt_parse_limit(key == OPT_PIDS ? "--pids" : "--cpu", arg, 0, &v, err) < 0)
+      return -1;
+    json_object_set_new(o->limits, key == OPT_PIDS ? "pids" : "cpu", agt_limit_json(v));
+    return 0;
   case OPT_TMP:
   case OPT_LOG:
   case OPT_DISK:
     if (agt_parse_size("size", arg, &v, err) < 0)
       return -1;
     json_object_set_new(o->limits,
-                        key == OPT_MEMORY ? "memory"
-                        : key == OPT_TMP  ? "tmp"
+                        key == OPT_TMP    ? "tmp"
                         : key == OPT_DISK ? "disk"
                                           : "log",
                         json_integer((json_int_t)v));
@@ -200,16 +210,10 @@ static int create_opt(void *ctx, int key, const char *arg, agt_error_t *err)
       json_object_set_new(o->network, "allow", json_array());
     json_array_append_new(json_object_get(o->network, "allow"), json_string(arg));
     return 0;
-  case OPT_PIDS:
-  case OPT_CPU:
   case OPT_NOFILE:
     if (agt_parse_u64("number", arg, &v, err) < 0)
       return -1;
-    json_object_set_new(o->limits,
-                        key == OPT_PIDS  ? "pids"
-                        : key == OPT_CPU ? "cpu"
-                                         : "nofile",
-                        json_integer((json_int_t)v));
+    json_object_set_new(o->limits, "nofile", json_integer((json_int_t)v));
     return 0;
   default:
     return agt_error_kind(err, AGT_E_INVALID, "unexpected option");

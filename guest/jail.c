@@ -205,7 +205,28 @@ static char **env_build(json_t *obj, int proxy, agt_error_t *err)
   return steal_pointer(&v);
 }
 
-static int limits_from_json(json_t *obj, struct agt_jail_limits *l, agt_error_t *err)
+/* memory, pids and cpu: a positive integer, or "unlimited" (0 in struct agt_cgroup_limits).
+ * A request's 0 is refused: it is not a limit.  A record (jail.json) written by an agtd that
+ * took 0 for none keeps that meaning. */
+static int lift_from_json(json_t *obj, const char *key, int record, uint64_t *out, agt_error_t *err)
+{
+  json_t *v = json_object_get(obj, key);
+  uint64_t n = *out;
+
+  if (record && json_is_integer(v) && json_integer_value(v) == 0)
+    n = UINT64_MAX;
+  else if (agt_param_limit(obj, key, &n, err) < 0)
+    return -1;
+  *out = n == UINT64_MAX ? 0 : n;
+  return 0;
+}
+
+static json_t *lift_to_json(uint64_t v)
+{
+  return agt_limit_json(v == 0 ? UINT64_MAX : v);
+}
+
+static int limits_from_json(json_t *obj, int record, struct agt_jail_limits *l, agt_error_t *err)
 {
   static const char *const known[] = {"memory", "pids", "cpu",  "nofile",
                                       "tmp",    "log",  "disk", NULL};
@@ -224,9 +245,9 @@ static int limits_from_json(json_t *obj, struct agt_jail_limits *l, agt_error_t 
     return agt_error_kind(err, AGT_E_INVALID, "'limits' must be an object");
   if (agt_param_only(obj, known, "limits.", err) < 0)
     return -1;
-  if (agt_param_u64(obj, "memory", 0, &l->cg.memory_bytes, err) < 0 ||
-      agt_param_u64(obj, "pids", 0, &l->cg.pids, err) < 0 ||
-      agt_param_u64(obj, "cpu", 0, &l->cg.cpu_millis, err) < 0 ||
+  if (lift_from_json(obj, "memory", record, &l->cg.memory_bytes, err) < 0 ||
+      lift_from_json(obj, "pids", record, &l->cg.pids, err) < 0 ||
+      lift_from_json(obj, "cpu", record, &l->cg.cpu_millis, err) < 0 ||
       agt_param_u64(obj, "nofile", 0, &l->nofile, err) < 0 ||
       agt_param_u64(obj, "tmp", 0, &l->tmp_bytes, err) < 0 ||
       agt_param_u64(obj, "log", 0, &l->log_bytes, err) < 0 ||
@@ -245,15 +266,20 @@ static int limits_from_json(json_t *obj, struct agt_jail_limits *l, agt_error_t 
     return agt_error_kind(err, AGT_E_INVALID, "limits.log must be at least 4096 bytes");
   if (l->cg.cpu_millis > 1000000)
     return agt_error_kind(err, AGT_E_INVALID, "limits.cpu is in thousandths of a core");
+  if (l->cg.cpu_millis && l->cg.cpu_millis < 10) /* the kernel's least CFS quota: 1 ms of 100 */
+    return agt_error_kind(
+        err, AGT_E_INVALID,
+        "limits.cpu must be at least 10 (thousandths of a core), or \"unlimited\"");
   return 0;
 }
 
 static json_t *limits_to_json(const struct agt_jail_limits *l)
 {
-  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "memory", (json_int_t)l->cg.memory_bytes,
-                   "pids", (json_int_t)l->cg.pids, "cpu", (json_int_t)l->cg.cpu_millis, "nofile",
-                   (json_int_t)l->nofile, "tmp", (json_int_t)l->tmp_bytes, "log",
-                   (json_int_t)l->log_bytes, "disk", (json_int_t)l->disk_bytes);
+  return json_pack("{s:o, s:o, s:o, s:I, s:I, s:I, s:I}", "memory",
+                   lift_to_json(l->cg.memory_bytes), "pids", lift_to_json(l->cg.pids), "cpu",
+                   lift_to_json(l->cg.cpu_millis), "nofile", (json_int_t)l->nofile, "tmp",
+                   (json_int_t)l->tmp_bytes, "log", (json_int_t)l->log_bytes, "disk",
+                   (json_int_t)l->disk_bytes);
 }
 
 static uid_t alloc_uid(struct agtd_s *d)
@@ -410,7 +436,7 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
   j->env = env_build(json_object_get(params, "env"), j->net.mode == AGT_NET_ALLOW, err);
   if (j->env == NULL)
     goto fail;
-  if (limits_from_json(json_object_get(params, "limits"), &j->limits, err) < 0)
+  if (limits_from_json(json_object_get(params, "limits"), 0, &j->limits, err) < 0)
     goto fail;
   /* The rootfs last: every cheaper check has passed. */
   if (agtd_rootfs_resolve(d, rootfs, &info, err) < 0) {
@@ -566,7 +592,8 @@ json_t *agt_jail_to_json(agt_jail_t *j, int full)
     json_object_set_new(o, "gid", json_integer(j->gid));
     json_object_set_new(o, "rootfs_path", json_string(j->rootfs_path));
     json_object_set_new(o, "dir", json_string(j->dir));
-    json_object_set_new(o, "log_bytes", json_integer((json_int_t)(j->log.pos.base + j->log.pos.size)));
+    json_object_set_new(o, "log_bytes",
+                        json_integer((json_int_t)(j->log.pos.base + j->log.pos.size)));
   }
   return o;
 }
@@ -618,7 +645,7 @@ static int load_one(struct agtd_s *d, const char *name, agt_error_t *err)
   j->env =
       j->argv ? strv_from_json(json_object_get(o, "env"), "env", AGT_JAIL_ENV_MAX + 16, err) : NULL;
   lim = json_object_get(o, "limits");
-  if (j->env == NULL || limits_from_json(lim, &j->limits, err) < 0 ||
+  if (j->env == NULL || limits_from_json(lim, 1, &j->limits, err) < 0 ||
       agt_net_policy_from_json(json_object_get(o, "network"), &j->net, err) < 0) {
     json_decref(o);
     agt_jail_free(j);

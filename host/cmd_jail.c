@@ -205,9 +205,10 @@ static const struct agt_opt run_opts[] = {
     {OPT_ENV_FILE, "env-file", "FILE",
      "variables for the agent from FILE: NAME=VALUE lines, # comments (repeatable; the last "
      "value given for a name wins)"},
-    {OPT_MEMORY, "memory", "SIZE", "memory limit, e.g. 2G (jail.limits.memory)"},
-    {OPT_PIDS, "pids", "N", "process limit (jail.limits.pids)"},
-    {OPT_CPU, "cpu", "MILLI", "CPU limit in thousandths of a core (jail.limits.cpu)"},
+    {OPT_MEMORY, "memory", "SIZE", "memory limit, e.g. 2G, or unlimited (jail.limits.memory)"},
+    {OPT_PIDS, "pids", "N", "process limit, or unlimited (jail.limits.pids)"},
+    {OPT_CPU, "cpu", "MILLI",
+     "CPU limit in thousandths of a core (10 or more), or unlimited (jail.limits.cpu)"},
     {OPT_NOFILE, "nofile", "N", "open file limit (jail.limits.nofile)"},
     {OPT_TMP, "tmp", "SIZE", "size of the jail's /tmp (jail.limits.tmp)"},
     {OPT_LOG, "log", "SIZE", "output kept on disk (jail.limits.log)"},
@@ -235,10 +236,18 @@ struct run_opts {
   int json, detach, tty;
 };
 
+/* memory, pids and cpu may be "unlimited" (0 is refused); the others are numbers. */
 static int set_limit(struct run_opts *o, const char *key, const char *v, int size, agt_error_t *err)
 {
   uint64_t n;
 
+  if (strcmp(key, "memory") == 0 || strcmp(key, "pids") == 0 || strcmp(key, "cpu") == 0) {
+    cleanup_free char *what = xasprintf("--%s", key);
+    if (agt_parse_limit(what, v, size, &n, err) < 0)
+      return -1;
+    json_object_set_new(o->limits, key, agt_limit_json(n));
+    return 0;
+  }
   if ((size ? agt_parse_size(key, v, &n, err) : agt_parse_u64(key, v, &n, err)) < 0)
     return -1;
   json_object_set_new(o->limits, key, json_integer((json_int_t)n));

@@ -80,6 +80,17 @@ cases = [
     (frame({"id": 6, "method": "jail.create", "params": {"name": "x", "bogus": 1}}), "unknown field 'bogus'"),
     (frame(b'{"id":7,"id":8,"method":"jail.ls"}'), "duplicate"),
     (frame({"id": 9, "method": "jail.create", "params": {"name": "../../etc"}}), "jail name"),
+    # A limit of 0 is not "no limit": that is written "unlimited".
+    (frame({"id": 10, "method": "jail.create", "params": {"name": "z0", "limits": {"memory": 0}}}),
+     "field 'memory' is 0, which is not a limit: write \"unlimited\" for none"),
+    (frame({"id": 11, "method": "jail.create", "params": {"name": "z0", "limits": {"pids": 0}}}),
+     "field 'pids' is 0, which is not a limit"),
+    (frame({"id": 12, "method": "jail.create", "params": {"name": "z0", "limits": {"cpu": 0}}}),
+     "field 'cpu' is 0, which is not a limit"),
+    (frame({"id": 13, "method": "jail.create", "params": {"name": "z0", "limits": {"cpu": "none"}}}),
+     "field 'cpu' must be a positive integer or \"unlimited\""),
+    (frame({"id": 14, "method": "jail.create", "params": {"name": "z0", "limits": {"cpu": 5}}}),
+     "limits.cpu must be at least 10"),
 ]
 for raw, want in cases:
     s.sendall(raw)

@@ -39,6 +39,30 @@ ctl jail run --name after --rootfs "$R" -- /bin/sh -c 'echo fine' >/dev/null
 ctl jail wait after >/dev/null
 is "a new jail runs fine afterwards" "$(ctl jail logs after)" "fine"
 
+# No limit is written "unlimited"; 0 is refused, by ctl and (tests/guest/frames.py) by agtd.
+out=$(ctl jail run --name zero --rootfs "$R" --memory 0 -- /bin/true 2>&1)
+like "--memory 0 is refused" "$out" "--memory 0 is not a limit: write 'unlimited' for none"
+out=$(ctl jail run --name zero --rootfs "$R" --pids 0 -- /bin/true 2>&1)
+like "--pids 0 is refused" "$out" "--pids 0 is not a limit"
+out=$(ctl jail run --name zero --rootfs "$R" --cpu 0 -- /bin/true 2>&1)
+like "--cpu 0 is refused" "$out" "--cpu 0 is not a limit"
+ctl jail run --name free --rootfs "$R" --memory unlimited --pids unlimited --cpu unlimited -- /bin/sleep 30 >/dev/null
+like "a jail with every lifted limit runs" "$(ctl jail ls)" "free +shell +running"
+lim=$(ctl jail inspect free | python3 -c 'import json,sys; l=json.load(sys.stdin)["limits"]; print(l["memory"], l["pids"], l["cpu"])')
+is "inspect says unlimited for each" "$lim" "unlimited unlimited unlimited"
+if [ -d "/sys/fs/cgroup/$CG/free" ]; then
+  cg=/sys/fs/cgroup/$CG/free
+  is "its cgroup has no memory limit (v2)" "$(cat "$cg/memory.max")" max
+  is "no pids limit" "$(cat "$cg/pids.max")" max
+  like "no cpu limit" "$(cat "$cg/cpu.max")" "^max "
+else
+  check "its cgroup has no memory limit (v1)" \
+    test "$(cat "/sys/fs/cgroup/memory/$CG/free/memory.limit_in_bytes")" -gt $((1 << 50))
+  is "no pids limit" "$(cat "/sys/fs/cgroup/pids/$CG/free/pids.max")" max
+  is "no cpu limit" "$(cat "/sys/fs/cgroup/cpu/$CG/free/cpu.cfs_quota_us")" -1
+fi
+ctl jail rm free --force >/dev/null
+
 for j in bomb hog after ok1 ok2 ok3 ok4 ok5 ok6 ok7 ok8; do ctl jail rm "$j" >/dev/null; done
 is "no process is left" "$(jail_procs)" 0
 is "no cgroup is left" "$(cgroup_dirs)" 0

@@ -149,6 +149,13 @@ static void test_v1_limits(void **state)
   assert_string_equal(get("pids/agt/j/pids.max"), "max");
   assert_string_equal(get("cpu/agt/j/cpu.cfs_period_us"), "100000");
   assert_string_equal(get("cpu/agt/j/cpu.cfs_quota_us"), "25000");
+  /* Lifted limits ("unlimited", 0 here) are written too: a prepared jail's cgroup, renamed
+   * to the jail's, holds the defaults until then. */
+  l = (struct agt_cgroup_limits){0};
+  assert_int_equal(agt_cgroup_create(&r, "j", &l, &err), 0);
+  assert_string_equal(get("memory/agt/j/memory.limit_in_bytes"), "-1");
+  assert_string_equal(get("pids/agt/j/pids.max"), "max");
+  assert_string_equal(get("cpu/agt/j/cpu.cfs_quota_us"), "-1");
   agt_cgroup_root_release(&r);
 }
 

@@ -250,6 +250,12 @@ static void test_errors(void **state)
       {"jail:\n  env: [s3cr3t-token]\n", ":2:9: 'jail.env' entry: the name is not a variable"},
       {"jail:\n  env: [{A: 1}]\n", ":2:9: each of 'jail.env' is NAME=VALUE or NAME"},
       {"jail:\n  limits:\n    pids: x\n", ":3:11: jail.limits.pids 'x' is not a number"},
+      /* 0 once meant no limit; that is written "unlimited" */
+      {"jail:\n  limits:\n    memory: 0\n",
+       ":3:13: jail.limits.memory 0 is not a limit: write 'unlimited' for none"},
+      {"jail:\n  limits:\n    pids: 0\n", ":3:11: jail.limits.pids 0 is not a limit"},
+      {"jail:\n  limits:\n    cpu: 0\n", ":3:10: jail.limits.cpu 0 is not a limit"},
+      {"jail:\n  limits:\n    cpu: none\n", ":3:10: jail.limits.cpu 'none' is not a number"},
       {"target: vm1\n", ":1:9: 'target' must be lima[:NAME]"},
       {"lima:\n  start_timeout: 5 min\n", ":2:18: lima.start_timeout '5 min'"},
       {"vm:\n  cpus: 2\n  bad: [\n", ":4:1: did not find expected node content"},
@@ -291,6 +297,25 @@ static void test_errors(void **state)
     agt_error_release(&err);
     agt_config_release(&c);
   }
+}
+
+/* A lifted limit is written "unlimited" (memory, pids, cpu). */
+static void test_unlimited(void **state)
+{
+  struct agt_config c;
+  agt_error_t err = NULL;
+  cleanup_free char *file = path_in("unlimited.yaml");
+
+  (void)state;
+  write_file(file, "jail:\n  limits:\n    memory: unlimited\n    pids: unlimited\n"
+                   "    cpu: unlimited\n");
+  agt_config_init(&c);
+  if (agt_config_load_file(&c, file, NULL, &err) < 0)
+    fail_msg("%s", err->msg);
+  assert_string_equal(agt_config_get(&c, AGT_CFG_JAIL_MEMORY), "unlimited");
+  assert_string_equal(agt_config_get(&c, AGT_CFG_JAIL_PIDS), "unlimited");
+  assert_string_equal(agt_config_get(&c, AGT_CFG_JAIL_CPU), "unlimited");
+  agt_config_release(&c);
 }
 
 /* jail.env: NAME alone (its value from agt's environment, read by agt jail run) in the
@@ -470,6 +495,7 @@ int main(void)
       cmocka_unit_test_setup(test_env_and_flags, setup),
       cmocka_unit_test_setup(test_missing_explicit_file, setup),
       cmocka_unit_test_setup(test_errors, setup),
+      cmocka_unit_test_setup(test_unlimited, setup),
       cmocka_unit_test_setup(test_env_names, setup),
       cmocka_unit_test_setup(test_show, setup),
       cmocka_unit_test_setup(test_duration, setup),

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "base64.h"
+#include "cli.h"
 #include "proto.h"
 
 static void frame_of(const char *payload, unsigned char *out, size_t *len)
@@ -257,6 +258,50 @@ static void test_base64(void **state)
   }
 }
 
+/* Limits that may be lifted: "unlimited", never 0 (which once meant no limit). */
+static void test_limits(void **state)
+{
+  json_t *p = json_pack("{s:i, s:s, s:i, s:s, s:i}", "a", 512, "b", "unlimited", "c", 0, "d",
+                        "none", "e", -1);
+  agt_error_t err = NULL;
+  uint64_t v = 7;
+
+  (void)state;
+  assert_int_equal(agt_param_limit(p, "a", &v, &err), 0);
+  assert_int_equal(v, 512);
+  assert_int_equal(agt_param_limit(p, "b", &v, &err), 0);
+  assert_true(v == UINT64_MAX);
+  assert_int_equal(agt_param_limit(p, "missing", &v, &err), 0);
+  assert_true(v == UINT64_MAX);
+  assert_int_equal(agt_param_limit(p, "c", &v, &err), -1);
+  assert_string_equal(err->msg,
+                      "field 'c' is 0, which is not a limit: write \"unlimited\" for none");
+  agt_error_release(&err);
+  assert_int_equal(agt_param_limit(p, "d", &v, &err), -1);
+  assert_string_equal(err->msg, "field 'd' must be a positive integer or \"unlimited\"");
+  agt_error_release(&err);
+  assert_int_equal(agt_param_limit(p, "e", &v, &err), -1);
+  agt_error_release(&err);
+  json_decref(p);
+
+  p = agt_limit_json(UINT64_MAX);
+  assert_string_equal(json_string_value(p), "unlimited");
+  json_decref(p);
+  p = agt_limit_json(1000);
+  assert_int_equal(json_integer_value(p), 1000);
+  json_decref(p);
+
+  assert_int_equal(agt_parse_limit("--memory", "2G", 1, &v, &err), 0);
+  assert_int_equal(v, 2ull << 30);
+  assert_int_equal(agt_parse_limit("--cpu", "unlimited", 0, &v, &err), 0);
+  assert_true(v == AGT_LIMIT_UNLIMITED);
+  assert_int_equal(agt_parse_limit("--pids", "0", 0, &v, &err), -1);
+  assert_string_equal(err->msg, "--pids 0 is not a limit: write 'unlimited' for none");
+  agt_error_release(&err);
+  assert_int_equal(agt_parse_limit("--memory", "0M", 1, &v, &err), -1);
+  agt_error_release(&err);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -268,6 +313,7 @@ int main(void)
       cmocka_unit_test(test_envelope_errors),
       cmocka_unit_test(test_params),
       cmocka_unit_test(test_base64),
+      cmocka_unit_test(test_limits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
