@@ -296,19 +296,77 @@ static uid_t alloc_uid(struct agtd_s *d)
   return 0;
 }
 
-/* A workspace must lie under one of agtd's workspace roots, so that a member of the socket's
- * group cannot bind /etc or another jail's files into a jail. */
+/* Whether path a is b or one of its ancestors (clean absolute paths). */
+static int at_or_above(const char *a, const char *b)
+{
+  size_t n = strlen(a);
+
+  if (strcmp(a, "/") == 0)
+    return 1;
+  return strncmp(b, a, n) == 0 && (b[n] == '\0' || b[n] == '/');
+}
+
+/* A path as the kernel resolves it (symlinks in agtd's own paths), else as given. */
+static char *real_or_given(const char *path)
+{
+  char *r = realpath(path, NULL);
+  return r ? r : xstrdup(path);
+}
+
+/* A workspace must lie below one of agtd's workspace roots, so that a member of the
+ * socket's group cannot bind /etc into a jail; and it must not show a jail anything of
+ * agtd's state or of another jail's workspace that agtd made: not a root itself (/home,
+ * <state>/workspaces), not agtd's state directory or anything at, above or inside it
+ * (other than a directory below <state>/workspaces), not a workspace agtd made for another
+ * jail, nor anything above or inside one.  ws is clean and absolute, and is opened with no
+ * symlink anywhere in it, so its text is the path the kernel finds. */
 static int workspace_allowed(struct agtd_s *d, const char *ws, agt_error_t *err)
 {
-  for (size_t i = 0; i < d->cfg.nworkspace_roots; i++) {
+  cleanup_free char *state = real_or_given(d->cfg.state_dir);
+  cleanup_free char *wsroot = real_or_given(d->workspaces_dir);
+  size_t i;
+
+  for (i = 0; i < d->cfg.nworkspace_roots; i++) {
+    const char *root = d->cfg.workspace_roots[i];
+    cleanup_free char *real = real_or_given(root);
+    if (strcmp(ws, root) == 0 || strcmp(ws, real) == 0)
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "workspace '%s' is a workspace root of agtd itself, which holds "
+                            "other workspaces: name a directory below it",
+                            ws);
+  }
+  for (i = 0; i < d->cfg.nworkspace_roots; i++) {
     const char *root = d->cfg.workspace_roots[i];
     size_t n = strlen(root);
-    if (strncmp(ws, root, n) == 0 && (ws[n] == '/' || ws[n] == '\0'))
-      return 0; /* under the root, or the root itself (a project mounted as such) */
+    if (strncmp(ws, root, n) == 0 && ws[n] == '/')
+      break;
   }
-  return agt_error_kind(
-      err, AGT_E_INVALID,
-      "workspace '%s' is not under a workspace root of agtd (see --workspace-root)", ws);
+  if (i == d->cfg.nworkspace_roots)
+    return agt_error_kind(
+        err, AGT_E_INVALID,
+        "workspace '%s' is not under a workspace root of agtd (see --workspace-root)", ws);
+  if (at_or_above(ws, state))
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "workspace '%s' holds agtd's state directory '%s': name a directory "
+                          "that does not",
+                          ws, state);
+  if (at_or_above(state, ws) && !(at_or_above(wsroot, ws) && strcmp(ws, wsroot) != 0))
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "workspace '%s' is inside agtd's state directory '%s'", ws, state);
+  for (agt_jail_t *o = d->jails; o; o = o->next) {
+    cleanup_free char *theirs = NULL;
+    if (!o->workspace_owned)
+      continue;
+    theirs = real_or_given(o->workspace);
+    if (at_or_above(ws, theirs) || at_or_above(theirs, ws))
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "workspace '%s' %s the workspace agtd made for jail '%s'", ws,
+                            strcmp(ws, theirs) == 0   ? "is"
+                            : at_or_above(ws, theirs) ? "holds"
+                                                      : "is inside",
+                            o->name);
+  }
+  return 0;
 }
 
 char *agt_identity_passwd(uid_t uid, gid_t gid)
@@ -378,6 +436,7 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
   json_t *info = NULL;
   agt_jail_t *j = NULL;
   struct stat st;
+  int made_ws = 0;
 
   if (agt_param_only(params, known, "", err) < 0)
     return -1;
@@ -491,10 +550,20 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
       goto fail_dir;
   }
   if (j->workspace_owned) {
-    if (mkdir(j->workspace, 0755) < 0 && errno != EEXIST) {
-      agt_error_make(err, errno, "mkdir '%s'", j->workspace);
+    /* agtd's own directory for this jail: made here, never adopted.  One that exists
+     * already (left over, or made by someone) is not this jail's to use, nor to remove at
+     * jail rm. */
+    if (mkdir(j->workspace, 0755) < 0) {
+      if (errno == EEXIST)
+        agt_error_kind(err, AGT_E_EXISTS,
+                       "workspace '%s' exists already, and agtd did not make it for this jail: "
+                       "remove it, or name it as the workspace (jail rm then leaves it)",
+                       j->workspace);
+      else
+        agt_error_make(err, errno, "mkdir '%s'", j->workspace);
       goto fail_dir;
     }
+    made_ws = 1;
     if (chown(j->workspace, j->uid, j->gid) < 0) {
       agt_error_make(err, errno, "chown '%s'", j->workspace);
       goto fail_dir;
@@ -517,6 +586,8 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
   return 0;
 
 fail_dir:
+  if (made_ws)
+    rmdir(j->workspace);
   agt_disk_jail_remove(&d->disk, j->dir, NULL);
 fail:
   if (j->warm)

@@ -51,7 +51,8 @@ static const struct agt_opt serve_opts[] = {
      "leave the kernel's console loglevel alone (else set to 3: a jail's out-of-memory kill, "
      "printed on a serial console, holds a CPU for milliseconds)"},
     {OPT_WORKSPACE_ROOT, "workspace-root", "DIR",
-     "allow workspaces under DIR (repeatable; /home, /Users and the state's workspaces)"},
+     "allow workspaces below DIR, not DIR itself (repeatable; /home, /Users and the "
+     "state's workspaces)"},
     {0, NULL, NULL, NULL},
 };
 

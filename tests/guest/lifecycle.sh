@@ -131,6 +131,28 @@ mkdir -p "$T/real/ws"
 ln -s "$T/real" "$T/link2"
 expect_err "a symlink in the middle of the path is refused" "symlink" ctl jail create --name w4 --workspace "$T/link2/ws" -- true
 expect_err "a workspace outside agtd's roots is refused" "not under a workspace root" ctl jail create --name w5 --workspace /etc -- true
+# What a workspace may not be: a root itself, agtd's state, another jail's own workspace.
+expect_err "a workspace root itself is refused" "workspace '$T' is a workspace root of agtd itself" ctl jail create --name w10 --workspace "$T" -- true
+expect_err "agtd's workspaces/ is refused" "is a workspace root of agtd itself" ctl jail create --name w11 --workspace "$STATE/workspaces" -- true
+expect_err "agtd's state directory is refused" "holds agtd's state directory" ctl jail create --name w12 --workspace "$STATE" -- true
+expect_err "a directory inside agtd's state is refused" "is inside agtd's state directory" ctl jail create --name w13 --workspace "$STATE/jails" -- true
+ctl jail create --name owner --rootfs "$R" -- true >/dev/null
+check "(a jail with a workspace agtd made)" test -d "$STATE/workspaces/owner"
+mkdir -p "$STATE/workspaces/owner/sub"
+expect_err "another jail's own workspace is refused" "is the workspace agtd made for jail 'owner'" ctl jail create --name w14 --workspace "$STATE/workspaces/owner" -- true
+expect_err "and a directory inside it" "is inside the workspace agtd made for jail 'owner'" ctl jail create --name w15 --workspace "$STATE/workspaces/owner/sub" -- true
+ctl jail rm owner >/dev/null
+check "(jail rm removes the workspace agtd made)" test ! -e "$STATE/workspaces/owner"
+# A directory left where agtd would make a jail's workspace is not adopted.
+mkdir -p "$STATE/workspaces/left"
+echo keep >"$STATE/workspaces/left/file"
+expect_err "a leftover directory is not taken as a new jail's workspace" "workspace '$STATE/workspaces/left' exists already, and agtd did not make it for this jail" ctl jail create --name left --rootfs "$R" -- true
+is "and it is untouched" "$(cat "$STATE/workspaces/left/file")" keep
+out=$(ctl jail create --name left2 --rootfs "$R" --workspace "$STATE/workspaces/left" -- true 2>&1)
+is "named as the workspace, it is used" "$out" left2
+ctl jail rm left2 >/dev/null
+is "and jail rm leaves it" "$(cat "$STATE/workspaces/left/file")" keep
+rm -rf "$STATE/workspaces/left"
 expect_err "an unknown rootfs is refused" "rootfs 'nope'" ctl jail create --name w6 --rootfs nope -- true
 expect_err "an unknown agent without argv is refused" "no default command" ctl jail create --name w7 --agent claude-x
 expect_err "a too small memory limit is refused" "at least 8 MiB" ctl jail create --name w8 --memory 1M -- true
