@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # check-portable.sh SOURCE_ROOT BUILD_ROOT CC [CC_ARGS...]
 #
-# agt (host/) must build and run on macOS as well as Linux: POSIX plus libssh, libyaml,
-# libuv and jansson.  This check, run by the unit suite (TAP):
+# agt (host/) must build and run on macOS as well as Linux: POSIX plus libssh, libyaml and
+# jansson.  `just macos-build` compiles and links it for macOS for real (CI runs it); this
+# quicker check, run by the unit suite (TAP), keeps the Linux build honest in between:
 #   1. compiles every host/*.c with -std=c11 -D_XOPEN_SOURCE=700 (POSIX.1-2008 with its
 #      XSI part, which macOS implements; no _GNU_SOURCE) and -Werror;
 #   2. fails on any Linux-only header or call in host/;
