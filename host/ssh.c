@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -53,6 +55,7 @@ struct agt_ssh_s {
   int stopped;          /* under lock: the bridge has ended */
   char *dropped;        /* under lock */
   char *peer;
+  long timeout_s;      /* connect, authentication, a channel's opening */
   unsigned long moved; /* the bridge's count of chunks moved, to tell a pass did something */
 };
 
@@ -197,6 +200,7 @@ int agt_ssh_connect(const struct agt_ssh_opts *o, agt_ssh_t **out, agt_error_t *
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->cond, NULL);
   s->peer = xasprintf("%s@%s:%u", o->user ? o->user : "", o->host, port);
+  s->timeout_s = timeout;
   s->ss = ssh_new();
   if (s->ss == NULL) {
     agt_ssh_free(s);
@@ -345,10 +349,54 @@ static void read_up(struct chan *c)
   }
 }
 
+/* Acknowledge at once what the session's socket has delivered so far.
+ *
+ * Right after authentication OpenSSH's sshd writes a few small messages of its own (its
+ * host keys, debug notices), and it leaves Nagle's algorithm on for sessions without a
+ * terminal: its answer to agt's channel open then waits until agt has acknowledged them.
+ * agt, having nothing more to send, would acknowledge them only when its delayed-ACK timer
+ * fires (40 ms on Linux): every agt command paid that.  TCP_QUICKACK sends the pending
+ * acknowledgement now when the receive queue is empty, so it is set after libssh has read.
+ * Other systems have no such option; their delayed ACK is left as it is. */
+static void ack_now(agt_ssh_t *s)
+{
+#ifdef TCP_QUICKACK
+  int one = 1;
+  socket_t fd = ssh_get_fd(s->ss);
+
+  if (fd != SSH_INVALID_SOCKET)
+    setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+#else
+  (void)s;
+#endif
+}
+
+/* ssh_channel_open_forward_unix, with what arrives meanwhile acknowledged at once (above).
+ * The session is non-blocking only in here.  SSH_AGAIN: no answer within the connection's
+ * timeout. */
+static int open_forward_unix(agt_ssh_t *s, ssh_channel ch, const char *path)
+{
+  socket_t fd = ssh_get_fd(s->ss);
+  int rc;
+
+  ssh_set_blocking(s->ss, 0);
+  for (;;) {
+    struct pollfd pf = {fd, POLLIN, 0};
+    rc = ssh_channel_open_forward_unix(ch, path, "127.0.0.1", 0);
+    ack_now(s);
+    if (rc != SSH_AGAIN)
+      break;
+    if (poll(&pf, 1, (int)(s->timeout_s * 1000)) == 0)
+      break; /* SSH_AGAIN: no answer in time */
+  }
+  ssh_set_blocking(s->ss, 1);
+  return rc;
+}
+
 static int open_channel(agt_ssh_t *s, const char *path, int *fd, char **why)
 {
   struct chan *c;
-  int sp[2];
+  int sp[2], rc;
 
   *fd = -1;
   c = xzalloc(sizeof *c);
@@ -359,7 +407,14 @@ static int open_channel(agt_ssh_t *s, const char *path, int *fd, char **why)
     chan_free(c);
     return -1;
   }
-  if (ssh_channel_open_forward_unix(c->ch, path, "127.0.0.1", 0) != SSH_OK) {
+  rc = open_forward_unix(s, c->ch, path);
+  if (rc == SSH_AGAIN) {
+    *why = xasprintf("open a channel to '%s' through %s: no answer in %ld s", path, s->peer,
+                     s->timeout_s);
+    chan_free(c);
+    return -1;
+  }
+  if (rc != SSH_OK) {
     *why = xasprintf("open a channel to '%s' through %s: %s (is agtd running there, and does "
                      "sshd allow stream-local forwarding?)",
                      path, s->peer, ssh_get_error(s->ss));
