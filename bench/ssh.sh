@@ -7,6 +7,8 @@
 #   1. `agt jail ls`, the whole command as a user runs it (process start, config, SSH
 #      handshake, channel to agtd, request), against `ssh ... true` (OpenSSH's client, same
 #      key, BatchMode, the same known_hosts), alternating; target: agt's p50 within 1.2x;
+#      and through agt's connection keeper against `ssh` through a ControlMaster; target:
+#      agt's p50 at most 10 ms and below ControlMaster's;
 #   2. one jail.ls request over an already open connection (build/bench/agt-rpc-bench, which
 #      links agt's own SSH transport); target: p50 under 1 ms.
 # and prints one table.
@@ -29,6 +31,7 @@ REQUESTS=${BENCH_SSH_REQUESTS:-2000}
 CONNECTS=${BENCH_SSH_CONNECTS:-30}
 TARGET_RATIO=1.2 # agt jail ls p50 at most 1.2x ssh true's
 TARGET_REQ_US=1000
+TARGET_KEPT_MS=10 # agt jail ls through its keeper: p50 at most 10 ms, and below ControlMaster's
 
 die() {
   echo "bench: $*" >&2
@@ -85,17 +88,29 @@ SSHOPTS=(-F /dev/null -i "$KEY" -p "$PORT" -o BatchMode=yes -o IdentitiesOnly=ye
 #          sshd itself), which ends at EOF on stdin
 #   bare   the same with libssh's key exchange (curve25519-sha256): the closest OpenSSH's
 #          client comes to what agt does over the wire
-#   agt    `agt jail ls`, target ssh://: agt's config, SSH, a channel to agtd, the request
-#   lima   `agt jail ls`, the default target lima:NAME: `limactl list --json` first
+#   cm     `ssh HOST true` through an OpenSSH ControlMaster (ControlPersist): the kept
+#          connection agt's keeper is measured against
+#   agt    `agt jail ls`, target ssh://, ssh.persist 0: agt's config, SSH, a channel to
+#          agtd, the request
+#   lima   the same, the default target lima:NAME: `limactl list --json` first
+#   agtk   `agt jail ls`, target ssh://, through agt's connection keeper (the default)
+#   limak  the same, target lima:NAME (no limactl list while the keeper runs)
 #   list   `limactl list --json NAME` alone (the stand-in, a Python script)
-NAMES=(ssh nosh bare agt lima list)
+NAMES=(ssh nosh bare cm agt lima agtk limak list)
+# agt without its keeper: the same config with ssh.persist 0
+sed 's/^ssh:$/ssh:\n  persist: 0/' "$AGT_CONFIG" >"$T/config-nokeeper.yaml"
+grep -q '^  persist: 0$' "$T/config-nokeeper.yaml" || die "no ssh: section in $AGT_CONFIG"
 cmd_of() { # NAME -> the command in CMD
   case $1 in
   ssh) CMD=(ssh "${SSHOPTS[@]}" "$VMUSER@127.0.0.1" true) ;;
   nosh) CMD=(ssh "${SSHOPTS[@]}" -s "$VMUSER@127.0.0.1" sftp) ;;
   bare) CMD=(ssh "${SSHOPTS[@]}" -o KexAlgorithms=curve25519-sha256 -s "$VMUSER@127.0.0.1" sftp) ;;
-  agt) CMD=("$AGT" --target "ssh://$VMUSER@127.0.0.1:$PORT" jail ls) ;;
-  lima) CMD=("$AGT" jail ls) ;;
+  cm) CMD=(ssh "${SSHOPTS[@]}" -o ControlMaster=auto -o "ControlPath=$T/cm-%C"
+    -o ControlPersist=600 "$VMUSER@127.0.0.1" true) ;;
+  agt) CMD=("$AGT" --config "$T/config-nokeeper.yaml" --target "ssh://$VMUSER@127.0.0.1:$PORT" jail ls) ;;
+  lima) CMD=("$AGT" --config "$T/config-nokeeper.yaml" jail ls) ;;
+  agtk) CMD=("$AGT" --target "ssh://$VMUSER@127.0.0.1:$PORT" jail ls) ;;
+  limak) CMD=("$AGT" jail ls) ;;
   list) CMD=(limactl list --json "$VM") ;;
   esac
 }
@@ -139,6 +154,9 @@ nsenter -t "$INIT" -m -- "$DRIVER" unix --runs "$REQUESTS" >"$T/rpc.unix" ||
   die "agt-rpc-bench unix failed"
 
 # ---- tear down, and check that nothing is left ----
+cmd_of cm
+ssh -O exit "${CMD[@]:0:$((${#CMD[@]} - 2))}" "$VMUSER@127.0.0.1" >/dev/null 2>&1 ||
+  echo "bench: the ControlMaster did not exit" >&2
 "$AGT" delete --force >/dev/null 2>&1 || echo "bench: agt delete --force failed" >&2
 LEFT_PROCS=0
 for f in /proc/[0-9]*/cmdline; do # expanded before any tr or grep below starts
@@ -169,12 +187,13 @@ echo "   OpenSSH client $(ssh -V 2>&1 | sed 's/^OpenSSH_\([^ ,]*\).*/\1/'): ${AL
 echo
 echo "   whole commands, ms: $RUNS runs each after $WARMUP warm-up, alternating (${WALL1} s);" \
   "agtd has no jails (jail.ls reply: $(val reply_bytes "$T/rpc.ssh") bytes)"
+read -r C50 _ _ <<<"$(stats "$T/t.cm")"
 row "command" "p50" "p99" "mean" "p50 / ssh true, / bare ssh   target: agt <= ${TARGET_RATIO}x ssh true"
 for m in "ssh:ssh HOST true (OpenSSH's defaults)" \
   "nosh:ssh -s HOST sftp (no shell, no rc files)" \
   "bare:ssh -s HOST sftp -o KexAlgorithms=curve25519-sha256" \
-  "agt:agt --target ssh://$VMUSER@127.0.0.1:$PORT jail ls" \
-  "lima:agt jail ls (target lima:$VM)" \
+  "agt:agt --target ssh://$VMUSER@127.0.0.1:$PORT jail ls, ssh.persist 0" \
+  "lima:agt jail ls (target lima:$VM), ssh.persist 0" \
   "list:limactl list --json (the stand-in, Python)"; do
   n=${m%%:*}
   read -r a50 a99 amean <<<"$(stats "$T/t.$n")"
@@ -187,6 +206,21 @@ for m in "ssh:ssh HOST true (OpenSSH's defaults)" \
     ;;
   ssh) v="" ;;
   *) v="${r}x   (diagnostic)" ;;
+  esac
+  row "${m#*:}" "$a50" "$a99" "$amean" "$v"
+done
+echo
+echo "   kept connections, ms (the same runs): OpenSSH's ControlMaster against agt's keeper"
+row "command" "p50" "p99" "mean" "p50 / ControlMaster   target: agt p50 <= ${TARGET_KEPT_MS} ms and < ControlMaster's"
+for m in "cm:ssh -o ControlMaster=auto -o ControlPersist=600 HOST true" \
+  "agtk:agt --target ssh://$VMUSER@127.0.0.1:$PORT jail ls (keeper)" \
+  "limak:agt jail ls (target lima:$VM, keeper)"; do
+  n=${m%%:*}
+  read -r a50 a99 amean <<<"$(stats "$T/t.$n")"
+  case $n in
+  cm) v="" ;;
+  *) v="$(ratio "$a50" "$C50")x   $(awk -v a="$a50" -v c="$C50" -v t="$TARGET_KEPT_MS" \
+    'BEGIN { print (a <= t && a < c) ? "target met" : "target missed" }')" ;;
   esac
   row "${m#*:}" "$a50" "$a99" "$amean" "$v"
 done

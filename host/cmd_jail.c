@@ -59,9 +59,9 @@ static void sleep_ms(long ms)
 /* Streams: a stream that ended because the connection dropped says so. */
 static int stream_failed(struct agt_ctx *c, struct agt_stream *s, agt_error_t *err)
 {
-  const char *why = c->target.ssh ? agt_ssh_dropped(c->target.ssh) : NULL;
+  const char *why = s->closed ? agt_target_dropped(&c->target) : NULL;
 
-  if (s->closed && why) {
+  if (why) {
     agt_error_release(err);
     return agt_error_kind(err, AGT_E_STATE, "%s", why);
   }
@@ -110,9 +110,9 @@ static int follow_log(struct agt_ctx *c, const char *name, uint64_t offset, int 
     }
     if (s.have_next)
       offset = s.next;
-    if (!s.closed || c->target.ssh == NULL || agt_ssh_dropped(c->target.ssh) == NULL || ++tries > 3)
+    if (!s.closed || agt_target_dropped(&c->target) == NULL || ++tries > 3)
       return stream_failed(c, &s, err);
-    why = xstrdup(agt_ssh_dropped(c->target.ssh));
+    why = xstrdup(agt_target_dropped(&c->target));
     agt_error_release(err);
     agt_target_disconnect(&c->target);
     if (!c->quiet)

@@ -59,6 +59,7 @@ static const struct key_desc keys[AGT_CFG_NKEYS] = {
     [AGT_CFG_SSH_KNOWN_HOSTS] = {"ssh.known_hosts", T_PATH, NULL},
     [AGT_CFG_SSH_IDENTITY] = {"ssh.identity", T_PATH, NULL},
     [AGT_CFG_SSH_CONNECT_TIMEOUT] = {"ssh.connect_timeout", T_DURATION, NULL},
+    [AGT_CFG_SSH_PERSIST] = {"ssh.persist", T_DURATION, NULL},
     [AGT_CFG_JAIL_AGENT] = {"jail.agent", T_ENUM, "shell|opencode"},
     [AGT_CFG_JAIL_ROOTFS] = {"jail.rootfs", T_STR, NULL},
     [AGT_CFG_JAIL_DETACH_KEYS] = {"jail.detach_keys", T_KEYS, NULL},
@@ -250,6 +251,7 @@ void agt_config_init(struct agt_config *c)
   set_text(&c->v[AGT_CFG_AGTD_SOCKET], xstrdup("/run/agt/agtd.sock"), &def);
   set_text(&c->v[AGT_CFG_SSH_KNOWN_HOSTS], agt_expand_path("~/.ssh/known_hosts", NULL), &def);
   set_text(&c->v[AGT_CFG_SSH_CONNECT_TIMEOUT], xstrdup("10s"), &def);
+  set_text(&c->v[AGT_CFG_SSH_PERSIST], xstrdup("10m"), &def);
   set_text(&c->v[AGT_CFG_JAIL_AGENT], xstrdup("shell"), &def);
   set_text(&c->v[AGT_CFG_JAIL_ROOTFS], xstrdup("default"), &def);
   set_text(&c->v[AGT_CFG_JAIL_DETACH_KEYS], xstrdup(AGT_DETACH_KEYS_DEFAULT), &def);

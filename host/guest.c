@@ -275,19 +275,10 @@ void agt_guest_proc_end(struct agt_guest_proc *p)
 int agt_guest_rpc(struct agt_ctx *c, agt_rpc_t *r, agt_error_t *err)
 {
   const char *sock = agt_config_get(&c->cfg, AGT_CFG_AGTD_SOCKET);
-  int fd;
 
   memset(r, 0, sizeof *r);
   r->fd = -1;
   if (c->target.kind == AGT_TARGET_LOCAL)
     return agt_rpc_connect_unix(r, sock, err);
-  if (agt_target_connect(&c->target, err) < 0)
-    return -1;
-  if (agt_ssh_open_unix(c->target.ssh, sock, &fd, err) < 0)
-    return -1;
-  if (agt_rpc_open_fd(r, fd, err) < 0) {
-    agt_rpc_close(r);
-    return agt_error_wrap(err, "agtd at %s", c->target.spec);
-  }
-  return 0;
+  return agt_target_open(&c->target, r, err);
 }

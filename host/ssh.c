@@ -38,8 +38,10 @@ struct chan {
 /* A request to the bridge thread to open a channel (libssh is used by one thread only). */
 struct open_req {
   const char *path;
-  int fd;      /* agt's end, on success */
-  char *error; /* else why not */
+  int adopt;            /* >= 0: bridge the channel to this fd (taken over), not a socketpair */
+  const char *greeting; /* with adopt: written to the fd first */
+  int fd;               /* agt's end, on success */
+  char *error;          /* else why not */
   int done;
 };
 
@@ -57,6 +59,7 @@ struct agt_ssh_s {
   char *peer;
   long timeout_s;      /* connect, authentication, a channel's opening */
   unsigned long moved; /* the bridge's count of chunks moved, to tell a pass did something */
+  int nchans;          /* under lock: channels the bridge serves */
 };
 
 static void set_cloexec(int fd)
@@ -393,7 +396,10 @@ static int open_forward_unix(agt_ssh_t *s, ssh_channel ch, const char *path)
   return rc;
 }
 
-static int open_channel(agt_ssh_t *s, const char *path, int *fd, char **why)
+/* Open a channel and bridge it to one end of a new socketpair (*fd: the other end), or, when
+ * adopt >= 0, to that fd itself, which then gets `greeting` before anything else. */
+static int open_channel(agt_ssh_t *s, const char *path, int adopt, const char *greeting, int *fd,
+                        char **why)
 {
   struct chan *c;
   int sp[2], rc;
@@ -421,17 +427,26 @@ static int open_channel(agt_ssh_t *s, const char *path, int *fd, char **why)
     chan_free(c);
     return -1;
   }
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) < 0) {
+  if (adopt >= 0) {
+    sp[0] = adopt;
+    sp[1] = adopt;
+    c->down_len = strlen(greeting) < sizeof c->down ? strlen(greeting) : 0;
+    memcpy(c->down, greeting, c->down_len);
+  } else if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) < 0) {
     *why = xasprintf("socketpair: %s", strerror(errno));
     chan_free(c);
     return -1;
+  } else {
+    set_cloexec(sp[0]);
   }
-  set_cloexec(sp[0]);
   set_cloexec(sp[1]);
   set_nonblock(sp[1]);
   c->fd = sp[1];
   c->next = s->chans;
   s->chans = c;
+  pthread_mutex_lock(&s->lock);
+  s->nchans++;
+  pthread_mutex_unlock(&s->lock);
   *fd = sp[0];
   return 0;
 }
@@ -447,7 +462,8 @@ static void serve_request(agt_ssh_t *s)
   pthread_mutex_unlock(&s->lock);
   if (r == NULL || r->done)
     return;
-  open_channel(s, r->path, &fd, &why);
+  if (open_channel(s, r->path, r->adopt, r->greeting, &fd, &why) < 0 && !ssh_is_connected(s->ss))
+    set_dropped(s, ssh_get_error(s->ss));
   pthread_mutex_lock(&s->lock);
   r->fd = fd;
   r->error = why;
@@ -500,6 +516,9 @@ static void *bridge(void *arg)
         if (r > 0) {
           *pp = c->next;
           chan_free(c);
+          pthread_mutex_lock(&s->lock);
+          s->nchans--;
+          pthread_mutex_unlock(&s->lock);
           continue;
         }
         /* reading an idle channel makes libssh process what the session received */
@@ -600,9 +619,10 @@ static int start_bridge(agt_ssh_t *s, agt_error_t *err)
   return 0;
 }
 
-int agt_ssh_open_unix(agt_ssh_t *s, const char *path, int *fd, agt_error_t *err)
+static int request_channel(agt_ssh_t *s, const char *path, int adopt, const char *greeting, int *fd,
+                           agt_error_t *err)
 {
-  struct open_req r = {path, -1, NULL, 0};
+  struct open_req r = {path, adopt, greeting, -1, NULL, 0};
   int ret = 0;
 
   *fd = -1;
@@ -637,6 +657,29 @@ int agt_ssh_open_unix(agt_ssh_t *s, const char *path, int *fd, agt_error_t *err)
   free(r.error);
   *fd = r.fd;
   return 0;
+}
+
+int agt_ssh_open_unix(agt_ssh_t *s, const char *path, int *fd, agt_error_t *err)
+{
+  return request_channel(s, path, -1, NULL, fd, err);
+}
+
+int agt_ssh_adopt_unix(agt_ssh_t *s, const char *path, int fd, const char *greeting,
+                       agt_error_t *err)
+{
+  int got;
+
+  return request_channel(s, path, fd, greeting, &got, err);
+}
+
+int agt_ssh_channels(agt_ssh_t *s)
+{
+  int n;
+
+  pthread_mutex_lock(&s->lock);
+  n = s->nchans;
+  pthread_mutex_unlock(&s->lock);
+  return n;
 }
 
 const char *agt_ssh_dropped(agt_ssh_t *s)

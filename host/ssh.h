@@ -44,6 +44,13 @@ int agt_ssh_connect(const struct agt_ssh_opts *o, agt_ssh_t **out, agt_error_t *
 /* Open a channel to a unix socket on the far side (starting the bridge on the first).  *fd
  * is the local end, owned by the caller; closing it ends the channel. */
 int agt_ssh_open_unix(agt_ssh_t *s, const char *path, int *fd, agt_error_t *err);
+/* The same, bridged to `fd` (a connected socket, taken over on success: the bridge closes
+ * it with the channel; left to the caller on failure), to which the bridge first writes
+ * `greeting` (a few bytes).  For agt's connection keeper (mux.h). */
+int agt_ssh_adopt_unix(agt_ssh_t *s, const char *path, int fd, const char *greeting,
+                       agt_error_t *err);
+/* How many channels are open. */
+int agt_ssh_channels(agt_ssh_t *s);
 /* Why the bridge stopped, when it stopped because of the connection; NULL otherwise. */
 const char *agt_ssh_dropped(agt_ssh_t *s);
 /* "user@host:port" */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "mux.h"
 #include "subprocess.h"
 #include "util.h"
 #include "xalloc.h"
@@ -66,6 +67,8 @@ int agt_target_parse(const char *spec, struct agt_target *t, agt_error_t *err)
 void agt_target_release(struct agt_target *t)
 {
   agt_target_disconnect(t);
+  free(t->kept_peer);
+  free(t->dropped);
   free(t->spec);
   free(t->instance);
   free(t->user);
@@ -100,6 +103,8 @@ const char *agt_target_describe(struct agt_target *t, char *buf, size_t len)
 {
   if (t->ssh)
     snprintf(buf, len, "%s (%s)", t->spec, agt_ssh_peer(t->ssh));
+  else if (t->kept_peer)
+    snprintf(buf, len, "%s (%s)", t->spec, t->kept_peer);
   else
     snprintf(buf, len, "%s", t->spec);
   return buf;
@@ -171,6 +176,82 @@ static int connect_ssh(struct agt_target *t, agt_error_t *err)
   return agt_ssh_connect(&o, &t->ssh, err);
 }
 
+/* For the connection keeper: the connection it holds. */
+static int keeper_connect(void *arg, agt_ssh_t **out, agt_error_t *err)
+{
+  struct agt_target *t = arg;
+  int r = t->kind == AGT_TARGET_LIMA ? connect_lima(t, err) : connect_ssh(t, err);
+
+  *out = t->ssh;
+  t->ssh = NULL;
+  return r;
+}
+
+/* The keeper of this target (mux.h): 1, or 0 when ssh.persist is 0. */
+static int kept_mux(struct agt_target *t, struct agt_mux *m, agt_error_t *err)
+{
+  uint64_t persist = 0;
+  cleanup_free char *key = NULL;
+
+  memset(m, 0, sizeof *m);
+  if (agt_config_seconds(t->cfg, AGT_CFG_SSH_PERSIST, &persist, err) < 0)
+    return -1;
+  if (persist == 0)
+    return 0;
+  /* two targets share a keeper only when everything that makes the connection is equal */
+  key = xasprintf("%s\n%s\n%s\n%s\n%s", t->spec, agt_config_get(t->cfg, AGT_CFG_AGTD_SOCKET) ?: "",
+                  agt_config_get(t->cfg, AGT_CFG_SSH_IDENTITY) ?: "",
+                  agt_config_get(t->cfg, AGT_CFG_SSH_KNOWN_HOSTS) ?: "",
+                  agt_config_get(t->cfg, AGT_CFG_LIMA_HOME) ?: "");
+  if (agt_mux_init(m, key, err) < 0)
+    return -1;
+  m->agtd_socket = agt_config_get(t->cfg, AGT_CFG_AGTD_SOCKET);
+  m->idle_s = persist;
+  m->connect = keeper_connect;
+  m->arg = t;
+  return 1;
+}
+
+/* A socket to agtd through agt's connection keeper, or 0 with *fd -1 when ssh.persist is
+ * 0. */
+static int open_kept(struct agt_target *t, int *fd, agt_error_t *err)
+{
+  cleanup_free char *note = NULL, *peer = NULL;
+  struct agt_mux m;
+  int r;
+
+  *fd = -1;
+  r = kept_mux(t, &m, err);
+  if (r <= 0)
+    return r;
+  r = agt_mux_open(&m, fd, &peer, &note, err);
+  if (note && !t->quiet)
+    fprintf(stderr, "agt: %s\n", note);
+  if (r == 0 && t->kept_peer == NULL) {
+    t->kept_peer = peer;
+    peer = NULL;
+  }
+  agt_mux_release(&m);
+  return r;
+}
+
+const char *agt_target_dropped(struct agt_target *t)
+{
+  struct agt_mux m;
+  agt_error_t e = NULL;
+
+  if (t->ssh)
+    return agt_ssh_dropped(t->ssh);
+  if (t->kept_peer == NULL || kept_mux(t, &m, &e) <= 0) {
+    agt_error_release(&e);
+    return NULL;
+  }
+  free(t->dropped);
+  t->dropped = agt_mux_dropped(&m);
+  agt_mux_release(&m);
+  return t->dropped;
+}
+
 int agt_target_connect(struct agt_target *t, agt_error_t *err)
 {
   const char *sock = agt_config_get(t->cfg, AGT_CFG_AGTD_SOCKET);
@@ -181,6 +262,18 @@ int agt_target_connect(struct agt_target *t, agt_error_t *err)
   if (t->kind == AGT_TARGET_LOCAL) {
     if (agt_rpc_connect_unix(&t->rpc, sock, err) < 0)
       return agt_error_wrap(err, "target local");
+    t->connected = 1;
+    return 0;
+  }
+  if (open_kept(t, &fd, err) < 0)
+    return -1;
+  if (fd >= 0) {
+    if (agt_rpc_open_fd(&t->rpc, fd, err) < 0) {
+      agt_error_wrap(err, "agtd at %s", t->spec);
+      agt_rpc_close(&t->rpc);
+      t->rpc.fd = -1;
+      return -1;
+    }
     t->connected = 1;
     return 0;
   }
@@ -231,8 +324,14 @@ int agt_target_open(struct agt_target *t, agt_rpc_t *rpc, agt_error_t *err)
       return agt_error_wrap(err, "target local");
     return 0;
   }
-  if (agt_ssh_open_unix(t->ssh, sock, &fd, err) < 0)
+  if (t->ssh == NULL) { /* the first connection went through the keeper */
+    if (open_kept(t, &fd, err) < 0)
+      return -1;
+    if (fd < 0)
+      return agt_error_kind(err, AGT_E_INTERNAL, "no connection to %s", t->spec);
+  } else if (agt_ssh_open_unix(t->ssh, sock, &fd, err) < 0) {
     return -1;
+  }
   if (agt_rpc_open_fd(rpc, fd, err) < 0) {
     agt_rpc_close(rpc);
     return agt_error_wrap(err, "agtd at %s", t->spec);
@@ -281,7 +380,7 @@ int agt_target_call(struct agt_target *t, const char *method, json_t *params, js
     return 0;
   if (!broken(t, *err))
     return -1;
-  why = xstrdup(t->ssh && agt_ssh_dropped(t->ssh) ? agt_ssh_dropped(t->ssh) : (*err)->msg);
+  why = xstrdup(agt_target_dropped(t) ? agt_target_dropped(t) : (*err)->msg);
   agt_error_release(err);
   agt_target_disconnect(t);
   if (!is_safe(method))

@@ -34,7 +34,9 @@ struct agt_target {
   /* the connection */
   const struct agt_config *cfg;
   struct agt_lima *lima; /* borrowed; needed for lima targets */
-  agt_ssh_t *ssh;
+  agt_ssh_t *ssh;        /* a connection of this process's own (ssh.persist 0) */
+  char *kept_peer;       /* else through agt's connection keeper (mux.h): its "user@host:port" */
+  char *dropped;         /* agt_target_dropped's answer */
   agt_rpc_t rpc;
   int connected;
   int quiet; /* no "reconnecting" notes on stderr */
@@ -61,6 +63,10 @@ void agt_target_disconnect(struct agt_target *t);
  * (made again when it dropped), or a new connection to the local socket.  For streams
  * and forwarded ports, which take a connection each.  Release it with agt_rpc_close. */
 int agt_target_open(struct agt_target *t, agt_rpc_t *rpc, agt_error_t *err);
+
+/* Why the SSH connection under this target's connections dropped (its own, or the
+ * keeper's), or NULL when it did not. */
+const char *agt_target_dropped(struct agt_target *t);
 
 /* "lima:agt_agent_sandbox (root@127.0.0.1:50022)" and the like, for messages. */
 const char *agt_target_describe(struct agt_target *t, char *buf, size_t len);

@@ -36,6 +36,7 @@ printf 'jail:\n  rootfs: test\n' >>"$AGT_CONFIG"
 cat >"$T/agt" <<EOF
 #!/bin/sh
 export LIMA_HOME='$LIMA_HOME' XDG_CACHE_HOME='$XDG_CACHE_HOME' XDG_CONFIG_HOME='$XDG_CONFIG_HOME'
+export XDG_RUNTIME_DIR='$XDG_RUNTIME_DIR'
 export AGT_CONFIG='$AGT_CONFIG' AGT_FAKE_LIMACTL_ALLOW_ROOT=1 PATH='$PATH'
 exec '$AGT' "\$@"
 EOF

@@ -64,6 +64,12 @@ trap e2e_cleanup EXIT
 export LIMA_HOME=$T/lima
 export XDG_CACHE_HOME=$T/cache
 export XDG_CONFIG_HOME=$T/xdg
+export XDG_RUNTIME_DIR=$T/run # agt's connection keepers: gone with $T
+mkdir -m 700 "$XDG_RUNTIME_DIR"
+# new_connections: agt's commands after this make a new SSH connection (and check the host
+# key, and limactl's state, again) instead of reusing a keeper's; the keepers end by
+# themselves once their sockets are gone
+new_connections() { rm -rf "$XDG_RUNTIME_DIR/agt"; }
 export AGT_CONFIG=$T/config.yaml
 export AGT_FAKE_AGTD=$AGTD
 export PATH=$FAKES:$PATH

@@ -120,6 +120,7 @@ PIN=$XDG_CACHE_HOME/agt/hostkeys/$VM
 check "agt pinned the VM's host key" grep -q "^$(lima_field $VM hostAgentPID) " "$PIN"
 cp "$PIN" "$T/pin.saved"
 sed -i 's/SHA256:.*/SHA256:not-the-real-key/' "$PIN"
+new_connections
 run agt jail ls
 is "a changed host key under the same host agent is refused" "$RC" 1
 like "and said so" "$ERR" "changed while the same Lima host agent"
@@ -137,6 +138,7 @@ is "ssh:// with the key in known_hosts works" "$RC" 0
 like "and reaches the same agtd" "$OUT" "^j2 +shell +exited"
 ssh-keygen -q -t ed25519 -N "" -f "$T/otherkey" >/dev/null
 echo "[127.0.0.1]:$PORT1 $(cut -d' ' -f1,2 "$T/otherkey.pub")" >"$T/known_hosts"
+new_connections
 run agt --target "$TARGET" jail ls
 is "ssh:// with a different key in known_hosts fails" "$RC" 1
 like "and calls it a change" "$ERR" "host key of root@127.0.0.1:$PORT1 has CHANGED"
@@ -279,6 +281,7 @@ for _ in $(seq 1 50); do
   sleep 0.1
 done
 is "with its host agent killed, limactl lists the VM as Broken" "$(lima_field $VM status)" Broken
+new_connections
 run agt jail ls
 like "a jail command says how to recover" "$ERR" "is Broken \(.*host agent.*\): 'agt stop --force', then 'agt up'"
 run agt up
