@@ -33,9 +33,14 @@ static uint64_t fnv1a(const char *s)
 
 static char *mux_dir(agt_error_t *err)
 {
-  const char *x = getenv("XDG_RUNTIME_DIR");
-  char *dir = x && x[0] == '/' ? xasprintf("%s/agt", x)
-                               : xasprintf("/tmp/agt-%lu", (unsigned long)getuid());
+  const char *x = getenv("XDG_RUNTIME_DIR"), *tmp = getenv("TMPDIR");
+  char *dir;
+
+  /* $TMPDIR: macOS gives each user one of their own */
+  if (x && x[0] == '/')
+    dir = xasprintf("%s/agt", x);
+  else
+    dir = xasprintf("%s/agt-%lu", tmp && tmp[0] == '/' ? tmp : "/tmp", (unsigned long)getuid());
   struct stat st;
 
   if (mkdir(dir, 0700) < 0 && errno != EEXIST) {

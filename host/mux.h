@@ -3,9 +3,9 @@
  *
  * The first command that needs a target starts a small background process of its own (a
  * fork of agt, in its own session) that makes the SSH connection, listens on a unix socket
- * only its user can reach (a 0700 directory: $XDG_RUNTIME_DIR/agt, else /tmp/agt-UID; the
- * socket 0600), and for each connection to that socket opens a channel to agtd's socket and
- * bridges the two.  Later commands connect to the socket: no TCP, key exchange or
+ * only its user can reach (a 0700 directory: $XDG_RUNTIME_DIR/agt, else $TMPDIR/agt-UID or
+ * /tmp/agt-UID; the socket 0600), and for each connection to that socket opens a channel to
+ * agtd's socket and bridges the two.  Later commands connect to the socket: no TCP, key exchange or
  * authentication, and no `limactl list` for a Lima target.  The keeper exits when its socket
  * is removed or replaced, after `ssh.persist` without any channel open (0 turns the keeper
  * off), and a minute after its SSH connection dropped: meanwhile it tells each client why
