@@ -19,18 +19,21 @@ struct agt_jail_s;
 struct agt_client_s;
 
 struct agtd_config {
-  const char *socket_path;   /* /run/agt/agtd.sock */
-  const char *state_dir;     /* /var/lib/agt: jails/, rootfs/, workspaces/ */
-  const char *group;         /* socket group, or NULL for root only */
-  unsigned max_clients;      /* connections served at once */
-  unsigned max_jails;        /* jail records at once */
-  const char *cgroup_parent; /* cgroup under which jails live ("agt") */
-  unsigned netns_pool;       /* network namespaces made ahead of time (0: none) */
-  unsigned warm;             /* prepared jails kept ready (0: none) */
-  int no_favordynmods;       /* cgroup v1: leave the kernel's favordynmods flag alone */
-  int no_realtime;           /* starts never run SCHED_FIFO (start_prio.h) */
-  int keep_console_loglevel; /* leave the kernel's console loglevel alone (console_log.h) */
-  uint64_t disk_size;        /* size of a new jails.img: 0 half the free space, UINT64_MAX none */
+  const char *socket_path;      /* /run/agt/agtd.sock */
+  const char *state_dir;        /* /var/lib/agt: jails/, rootfs/, workspaces/ */
+  const char *group;            /* socket group, or NULL for root only */
+  unsigned max_clients;         /* connections served at once */
+  unsigned max_clients_per_uid; /* ... of them for one peer uid (0: 3/4 of max_clients) */
+  unsigned hello_timeout_ms;    /* a connection must say hello within this */
+  unsigned frame_timeout_ms;    /* a frame, once started, must be whole within this */
+  unsigned max_jails;           /* jail records at once */
+  const char *cgroup_parent;    /* cgroup under which jails live ("agt") */
+  unsigned netns_pool;          /* network namespaces made ahead of time (0: none) */
+  unsigned warm;                /* prepared jails kept ready (0: none) */
+  int no_favordynmods;          /* cgroup v1: leave the kernel's favordynmods flag alone */
+  int no_realtime;              /* starts never run SCHED_FIFO (start_prio.h) */
+  int keep_console_loglevel;    /* leave the kernel's console loglevel alone (console_log.h) */
+  uint64_t disk_size; /* size of a new jails.img: 0 half the free space, UINT64_MAX none */
   const char *const *workspace_roots; /* a workspace must lie under one of these */
   size_t nworkspace_roots;
 };

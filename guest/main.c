@@ -17,6 +17,9 @@ enum {
   OPT_STATE = 256,
   OPT_GROUP,
   OPT_MAX_CLIENTS,
+  OPT_MAX_CLIENTS_PER_UID,
+  OPT_HELLO_TIMEOUT,
+  OPT_FRAME_TIMEOUT,
   OPT_MAX_JAILS,
   OPT_CGROUP,
   OPT_WORKSPACE_ROOT,
@@ -33,6 +36,13 @@ static const struct agt_opt serve_opts[] = {
     {OPT_STATE, "state-dir", "DIR", "jails, rootfs store and workspaces (/var/lib/agt)"},
     {OPT_GROUP, "group", "NAME", "group that may use the socket (root only)"},
     {OPT_MAX_CLIENTS, "max-clients", "N", "connections served at once (256)"},
+    {OPT_MAX_CLIENTS_PER_UID, "max-clients-per-uid", "N",
+     "connections one user (peer uid) may hold at once (3/4 of --max-clients)"},
+    {OPT_HELLO_TIMEOUT, "hello-timeout", "MS",
+     "a connection that has not said hello within MS is closed (10000)"},
+    {OPT_FRAME_TIMEOUT, "frame-timeout", "MS",
+     "a frame not whole MS after its first byte closes its connection (30000); an idle "
+     "connection between frames is never closed"},
     {OPT_MAX_JAILS, "max-jails", "N", "jail records at once (2000)"},
     {OPT_CGROUP, "cgroup", "NAME", "cgroup under which jails live (agt)"},
     {OPT_NETNS_POOL, "netns-pool", "N", "network namespaces made ahead of time, 0 for none (8)"},
@@ -115,6 +125,26 @@ static int serve_opt(void *ctx, int key, const char *arg, agt_error_t *err)
       return agt_error_kind(err, AGT_E_INVALID, "--netns-pool is at most %d", AGT_NETNS_POOL_MAX);
     a->cfg.netns_pool = (unsigned)v;
     return 0;
+  case OPT_MAX_CLIENTS_PER_UID:
+    if (agt_parse_u64("--max-clients-per-uid", arg, &v, err) < 0)
+      return -1;
+    if (v == 0 || v > 100000)
+      return agt_error_kind(err, AGT_E_INVALID, "--max-clients-per-uid must be within 1..100000");
+    a->cfg.max_clients_per_uid = (unsigned)v;
+    return 0;
+  case OPT_HELLO_TIMEOUT:
+  case OPT_FRAME_TIMEOUT:
+    if (agt_parse_u64(key == OPT_HELLO_TIMEOUT ? "--hello-timeout" : "--frame-timeout", arg, &v,
+                      err) < 0)
+      return -1;
+    if (v < 100 || v > 3600000)
+      return agt_error_kind(err, AGT_E_INVALID, "%s must be within 100..3600000 ms",
+                            key == OPT_HELLO_TIMEOUT ? "--hello-timeout" : "--frame-timeout");
+    if (key == OPT_HELLO_TIMEOUT)
+      a->cfg.hello_timeout_ms = (unsigned)v;
+    else
+      a->cfg.frame_timeout_ms = (unsigned)v;
+    return 0;
   case OPT_MAX_CLIENTS:
   case OPT_MAX_JAILS:
     if (agt_parse_u64(key == OPT_MAX_CLIENTS ? "--max-clients" : "--max-jails", arg, &v, err) < 0)
@@ -143,6 +173,8 @@ static int serve_main(int argc, char **argv)
   a.cfg.socket_path = AGT_DEFAULT_SOCKET;
   a.cfg.state_dir = AGT_DEFAULT_STATE;
   a.cfg.max_clients = 256;
+  a.cfg.hello_timeout_ms = 10000;
+  a.cfg.frame_timeout_ms = 30000;
   a.cfg.max_jails = 2000;
   a.cfg.cgroup_parent = "agt";
   a.cfg.netns_pool = 8;

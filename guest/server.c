@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -176,6 +177,8 @@ void agt_client_hold(agt_client_t *c)
 {
   uv_read_stop((uv_stream_t *)&c->pipe);
   c->held = 1;
+  if (c->timers)
+    uv_timer_stop(&c->frame_timer); /* resume looks again */
 }
 
 void agt_client_resume(agt_client_t *c)
@@ -192,6 +195,8 @@ void agt_client_go_raw(agt_client_t *c)
 {
   c->relay_raw = 1;
   c->held = 0;
+  if (c->timers)
+    uv_timer_stop(&c->frame_timer); /* raw bytes have no frames */
   if (c->dec.len > 0 && c->relay)
     agt_relay_from_client(c->relay, (const char *)c->dec.buf, c->dec.len);
   agt_decoder_release(&c->dec);
@@ -317,6 +322,11 @@ static void closed_cb(uv_handle_t *h)
   agt_client_unref(h->data);
 }
 
+static void timer_closed_cb(uv_handle_t *h)
+{
+  agt_client_unref(h->data);
+}
+
 static void client_close(agt_client_t *c)
 {
   agt_client_t **p;
@@ -338,7 +348,32 @@ static void client_close(agt_client_t *c)
       c->d->nclients--;
       break;
     }
+  if (c->timers) {
+    agt_client_ref(c);
+    uv_close((uv_handle_t *)&c->hello_timer, timer_closed_cb);
+    agt_client_ref(c);
+    uv_close((uv_handle_t *)&c->frame_timer, timer_closed_cb);
+  }
   uv_close((uv_handle_t *)&c->pipe, closed_cb);
+}
+
+/* A deadline passed: say which, then hang up. */
+static void deadline_cb(uv_timer_t *t)
+{
+  agt_client_t *c = t->data;
+  int hello = t == &c->hello_timer;
+  unsigned ms = hello ? c->d->cfg.hello_timeout_ms : c->d->cfg.frame_timeout_ms;
+  agt_error_t err = NULL;
+
+  if (c->closed)
+    return;
+  agtd_log("client (uid %u, pid %ld) %s within %u ms: disconnected", (unsigned)c->uid, (long)c->pid,
+           hello ? "sent no hello" : "did not finish a frame", ms);
+  agt_error_kind(&err, AGT_E_PROTO, "%s within %u ms: closing the connection",
+                 hello ? "no 'hello'" : "a frame was started and not finished", ms);
+  agt_reply_error(c, 0, err);
+  agt_error_release(&err);
+  client_close(c);
 }
 
 static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
@@ -346,7 +381,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
   agt_client_t *c = s->data;
   json_t *msg;
   agt_error_t err = NULL;
-  int r;
+  int r, took = 0;
 
   if (n < 0) {
     client_close(c);
@@ -361,6 +396,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
   agt_client_ref(c);
   while (!c->closed && !c->held && !c->relay_raw &&
          (r = agt_decoder_next(&c->dec, &msg, &err)) != 0) {
+    took = 1;
     if (r < 0) {
       agt_reply_error(c, 0, err);
       agt_error_release(&err);
@@ -374,13 +410,44 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
       dispatch(c, msg);
     json_decref(msg);
   }
+  if (c->hello_done && c->timers)
+    uv_timer_stop(&c->hello_timer);
+  /* A frame begun and not whole: its deadline runs from its first byte (restarted when
+   * this read finished earlier frames, since what is left began in it). */
+  if (!c->closed && !c->held && !c->relay_raw && c->timers) {
+    if (c->dec.len == 0 && c->dec.skip == 0)
+      uv_timer_stop(&c->frame_timer);
+    else if (took || !uv_is_active((uv_handle_t *)&c->frame_timer))
+      uv_timer_start(&c->frame_timer, deadline_cb, c->d->cfg.frame_timeout_ms, 0);
+  }
   agt_client_unref(c);
+}
+
+/* The connections one uid may hold: its share of --max-clients. */
+static unsigned per_uid_max(const agtd_t *d)
+{
+  unsigned m = d->cfg.max_clients_per_uid;
+
+  if (m == 0)
+    m = d->cfg.max_clients - d->cfg.max_clients / 4;
+  return m ? m : 1;
+}
+
+static void refuse(agt_client_t *c, agt_error_t err)
+{
+  agt_reply_error(c, 0, err);
+  agt_error_release(&err);
+  client_close(c);
 }
 
 static void connection_cb(uv_stream_t *server, int status)
 {
   agtd_t *d = server->data;
   agt_client_t *c;
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  uv_os_fd_t fd;
+  unsigned same = 0;
 
   if (status < 0)
     return;
@@ -395,6 +462,20 @@ static void connection_cb(uv_stream_t *server, int status)
     uv_close((uv_handle_t *)&c->pipe, closed_cb);
     return;
   }
+  c->uid = (uid_t)-1;
+  c->pid = 0;
+  if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 &&
+      getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+    c->uid = cred.uid;
+    c->pid = cred.pid;
+  }
+  uv_timer_init(d->loop, &c->hello_timer);
+  uv_timer_init(d->loop, &c->frame_timer);
+  c->hello_timer.data = c->frame_timer.data = c;
+  c->timers = 1;
+  for (agt_client_t *o = d->clients; o; o = o->next)
+    if (o->uid == c->uid)
+      same++;
   c->next = d->clients;
   d->clients = c;
   d->nclients++;
@@ -402,11 +483,19 @@ static void connection_cb(uv_stream_t *server, int status)
     agt_error_t err = NULL;
     agt_error_kind(&err, AGT_E_LIMIT, "agtd serves %u connections already; try again later",
                    d->cfg.max_clients);
-    agt_reply_error(c, 0, err);
-    agt_error_release(&err);
-    client_close(c);
+    refuse(c, err);
     return;
   }
+  if (same >= per_uid_max(d)) {
+    agt_error_t err = NULL;
+    agt_error_kind(&err, AGT_E_LIMIT,
+                   "uid %u holds %u connections to agtd already, its share of %u; try again "
+                   "later",
+                   (unsigned)c->uid, same, d->cfg.max_clients);
+    refuse(c, err);
+    return;
+  }
+  uv_timer_start(&c->hello_timer, deadline_cb, d->cfg.hello_timeout_ms, 0);
   uv_read_start((uv_stream_t *)&c->pipe, agtd_read_buffer, read_cb);
 }
 

@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <uv.h>
 
 #include "daemon.h"
@@ -27,6 +28,12 @@ struct agt_client_s {
   int relay_raw;               /* ... connected: the connection now carries raw bytes */
   int held;                    /* not reading for now */
   struct agt_exec_s *exec;     /* jail.exec: the command whose output this carries */
+  uid_t uid;                   /* the peer's, from SO_PEERCRED */
+  pid_t pid;
+  /* Deadlines: the hello, from the connection on; a frame, from its first byte on.  An
+   * idle connection between frames has none (jail.wait, logs -f, attach, relays). */
+  uv_timer_t hello_timer, frame_timer;
+  int timers; /* the timers are initialised (closed with the connection) */
 };
 typedef struct agt_client_s agt_client_t;
 

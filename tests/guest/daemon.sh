@@ -74,3 +74,17 @@ if [ -f "$STATE/jails.img" ] && command -v losetup >/dev/null; then
 else
   not_ok "no jails.img to test a second attach with (losetup: $(command -v losetup))"
 fi
+
+# Stalled and greedy clients (tests/guest/clients.py): a deadline for the hello and one for
+# a started frame, and a share of the connections per uid; idle connections stay.
+agtd_stop
+agtd_start --group agt-test-grp --max-clients 16 --max-clients-per-uid 8 --hello-timeout 1000 \
+  --frame-timeout 1000
+python3 "$SRCDIR/tests/guest/clients.py" "$SOCK" "$TAP_N" agt-test-grp >"$T/clients.out"
+rc=$?
+cat "$T/clients.out"
+TAP_N=$((TAP_N + $(grep -c '^ok\|^not ok' "$T/clients.out")))
+TAP_FAILED=$((TAP_FAILED + $(grep -c '^not ok' "$T/clients.out")))
+[ $rc -eq 0 ] || [ "$(grep -c '^not ok' "$T/clients.out")" -gt 0 ] || not_ok "clients.py failed before its checks (rc $rc)"
+like "agtd logs who sent no hello" "$(cat "$T/agtd.log")" "client \(uid 0, pid [0-9]+\) sent no hello within 1000 ms: disconnected"
+check "agtd survived them" kill -0 "$AGTD_PID"
