@@ -70,7 +70,7 @@ static const struct agt_opt options[] = {
     {OPT_SETTLE, "settle-ms", "MS", "wait before each memory reading, then until steady (1000)"},
     {OPT_UID, "uid", "UID", "the bench user: bwrap runs as it, it owns the workspace (1000)"},
     {OPT_AGTD_PID, "agtd-pid", "PID", "agtd's pid, for its RSS"},
-    {OPT_ONLY, "only", "TOOL", "latency: run only agtd or only bwrap (both)"},
+    {OPT_ONLY, "only", "TOOL", "latency, memory: run only agtd or only bwrap (both)"},
     {OPT_GAP, "gap-ms", "MS", "latency: pause between starts, not measured (0)"},
     {0, NULL, NULL, NULL},
 };
@@ -853,9 +853,11 @@ static int mode_memory(const struct cfg *c, agt_error_t *err)
     return agt_error_make(err, errno, "become a subreaper");
   printf("mem.baseline_kib %ld\n", meminfo_kib("MemAvailable"));
   fflush(stdout);
-  if (memory_bwrap(c, (size_t)c->count, err) < 0)
+  if ((!c->only || strcmp(c->only, "bwrap") == 0) && memory_bwrap(c, (size_t)c->count, err) < 0)
     return -1;
   fflush(stdout);
+  if (c->only && strcmp(c->only, "agtd") != 0)
+    return 0;
   return memory_agtd(c, (size_t)c->count, err);
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -18,6 +19,7 @@
 #include "console_log.h"
 #include "fsutil.h"
 #include "jail.h"
+#include "jail_keep.h"
 #include "rootfs/rootfs.h"
 #include "server.h"
 #include "xalloc.h"
@@ -47,12 +49,9 @@ static void on_signal(uv_signal_t *s, int signum)
 {
   agtd_t *d = s->data;
 
-  agtd_log("signal %d: shutting down", signum);
+  agtd_log("signal %d: shutting down; running jails go on under their keepers", signum);
   d->shutting_down = 1;
-  /* Jails die with agtd (their inits have PDEATHSIG); their records say so on restart. */
-  for (agt_jail_t *j = d->jails; j; j = j->next)
-    if (j->pidfd >= 0)
-      agt_jail_kill(j, SIGKILL, NULL);
+  /* Running jails are not agtd's: their keepers hold them until the next agtd (keeper.h). */
   agt_server_close(d);
   uv_signal_stop(&d->sigterm);
   uv_signal_stop(&d->sigint);
@@ -119,6 +118,7 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
   d->cfg = *cfg;
   d->started = time(NULL);
   d->state_lock_fd = d->socket_lock_fd = -1;
+  d->keeper_fd = -1;
   d->jails_dir = xasprintf("%s/jails", cfg->state_dir);
   d->rootfs_dir = xasprintf("%s/rootfs", cfg->state_dir);
   d->workspaces_dir = xasprintf("%s/workspaces", cfg->state_dir);
@@ -184,6 +184,8 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
     return agt_error_wrap(err, "seccomp filter");
   if (agt_netns_pool_init(&d->netns, loop, cfg->netns_pool, err) < 0)
     return agt_error_wrap(err, "network namespace pool");
+  if (agt_keep_init(d, err) < 0)
+    return -1;
   if (agt_jail_load_all(d, err) < 0)
     return -1;
   agt_warm_init(d, cfg->warm, d->cgroup.fast_attach);
@@ -228,7 +230,13 @@ static void close_walk_cb(uv_handle_t *h, void *arg)
 void agtd_release(agtd_t *d)
 {
   /* Close every handle first (their callbacks still see the jails), then free the jails. */
+  int kept = 0;
+
   d->shutting_down = 1;
+  for (agt_jail_t *j = d->jails; j; j = j->next)
+    kept += j->keep_open;
+  if (kept)
+    agtd_log("%d jails go on running under their keepers", kept);
   agt_start_prio_release(d);
   uv_walk(d->loop, close_walk_cb, NULL);
   uv_run(d->loop, UV_RUN_DEFAULT);
@@ -245,7 +253,13 @@ void agtd_release(agtd_t *d)
   agt_seccomp_release(&d->seccomp_ahead);
   agt_seccomp_release(&d->seccomp_tail);
   agt_cgroup_root_release(&d->cgroup);
+  if (kept)
+    d->disk.mounted = 0; /* the running jails' layers are on it: the next agtd uses it */
   agt_disk_release(&d->disk);
+  if (d->keeper_fd >= 0)
+    close(d->keeper_fd);
+  if (d->spawner_stack)
+    munmap(d->spawner_stack, 256u * 1024);
   agtd_rootfs_changed(d);
   free(d->jails_dir);
   free(d->rootfs_dir);

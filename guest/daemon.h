@@ -61,6 +61,8 @@ struct agtd_s {
   struct agt_start_prio prio; /* realtime scheduling of starts */
   int shutting_down;
   time_t started;
+  int keeper_fd;       /* the keeper program, a sealed memfd (jail_keep.h) */
+  void *spawner_stack; /* the stack a jail's keeper is spawned on */
   /* Held for agtd's life: one agtd per state directory and per socket (daemon.c). */
   int state_lock_fd, socket_lock_fd;
 };

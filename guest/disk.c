@@ -290,12 +290,20 @@ void agt_disk_release(struct agt_disk *dk)
   if (dk->mounted) {
     char dev[300];
 
-    if (umount2(dk->dir, 0) < 0)
-      umount2(dk->dir, MNT_DETACH); /* busy (a shell in it): gone with its last user */
+    int i;
+
+    if (umount2(dk->dir, 0) < 0) {
+      /* busy (a shell in it): gone with its last user */
+      fprintf(stderr, "agtd: unmount '%s': %s; detached, gone with its last user\n", dk->dir,
+              strerror(errno));
+      umount2(dk->dir, MNT_DETACH);
+    }
     /* The kernel detaches the loop device after the unmount, asynchronously: wait for it
      * (5 s at most), so that the next agtd finds the image free. */
-    for (int i = 0; i < 500 && image_attached(dk->image, dev, sizeof dev); i++)
+    for (i = 0; i < 500 && image_attached(dk->image, dev, sizeof dev); i++)
       usleep(10000);
+    if (i == 500)
+      fprintf(stderr, "agtd: '%s' is still attached to %s after 5 s\n", dk->image, dev);
   }
   free(dk->dir);
   free(dk->image);

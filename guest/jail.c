@@ -14,6 +14,7 @@
 #include "cleanup.h"
 #include "daemon.h"
 #include "fsutil.h"
+#include "jail_keep.h"
 #include "jail_warm.h"
 #include "names.h"
 #include "proto.h"
@@ -97,7 +98,8 @@ static agt_jail_t *jail_new(struct agtd_s *d, const char *name)
   j->name = xstrdup(name);
   j->pidfd = -1;
   j->log.fd = -1;
-  j->console_fd = -1;
+  j->keep_fd = -1;
+  j->keeper_pidfd = -1;
   j->tty_fd = -1;
   j->attach_go_fd = -1;
   j->rows = 24;
@@ -696,6 +698,30 @@ int agt_jail_save(agt_jail_t *j, agt_error_t *err)
   return r;
 }
 
+/* A jail that was running when the last agtd went: its keeper, found again. */
+static int adopt(agt_jail_t *j)
+{
+  struct agt_keep_hdr h;
+  agt_error_t e = NULL;
+  int fds[2] = {-1, -1};
+  int fd = agt_keep_connect(j->dir, &h, fds, &e);
+
+  if (fd < 0) {
+    agtd_log("jail '%s': %s", j->name, e->msg);
+    agt_error_release(&e);
+    return -1;
+  }
+  if (agt_jail_adopt(j, fd, &h, fds, &e) < 0) {
+    agtd_log("jail '%s': %s", j->name, e->msg);
+    agt_error_release(&e);
+  }
+  for (int i = 0; i < 2; i++)
+    if (fds[i] >= 0)
+      close(fds[i]);
+  agtd_log("jail '%s': found running (pid %d) under its keeper", j->name, (int)j->pid);
+  return 0;
+}
+
 static int load_one(struct agtd_s *d, const char *name, agt_error_t *err)
 {
   cleanup_free char *path = xasprintf("%s/%s/jail.json", d->jails_dir, name);
@@ -742,16 +768,26 @@ static int load_one(struct agtd_s *d, const char *name, agt_error_t *err)
     agt_jail_free(j);
     return agt_error_kind(err, AGT_E_INVALID, "%s: the jail user is root; refused", path);
   }
-  if (j->state != AGT_JAIL_CREATED && j->state != AGT_JAIL_EXITED) {
-    /* Its init had PDEATHSIG=SIGKILL, so it died with the previous agtd. */
+  if (j->state != AGT_JAIL_CREATED && j->state != AGT_JAIL_EXITED && adopt(j) < 0) {
+    /* Its keeper is gone: what it recorded of the exit, else the jail died with it. */
+    int code, sig;
+    int64_t finished;
     j->state = AGT_JAIL_EXITED;
-    j->exit_code = 128 + SIGKILL;
-    j->exit_signal = SIGKILL;
-    j->finished = time(NULL);
     free(j->exit_reason);
-    j->exit_reason = xstrdup("agtd restarted; the jail ended with it");
+    j->exit_reason = NULL;
+    if (agt_keep_read_exit(j->dir, &code, &sig, &finished) == 0) {
+      j->exit_code = code;
+      j->exit_signal = sig;
+      j->finished = (time_t)finished;
+    } else {
+      j->exit_code = 128 + SIGKILL;
+      j->exit_signal = SIGKILL;
+      j->finished = time(NULL);
+      j->exit_reason = xstrdup("its keeper was gone at agtd's start; the jail ended with it");
+    }
   }
-  agt_cgroup_destroy(&d->cgroup, j->name, NULL);
+  if (j->state == AGT_JAIL_CREATED || j->state == AGT_JAIL_EXITED)
+    agt_cgroup_destroy(&d->cgroup, j->name, NULL);
   jail_link(d, j);
   agt_jail_save(j, NULL);
   return 0;

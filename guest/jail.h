@@ -86,22 +86,24 @@ struct agt_jail_s {
   struct agt_outlog log;
 
   /* libuv handles of the current run; the jail is freed only once all are closed. */
-  uv_poll_t pidfd_poll;
-  uv_pipe_t out_pipe, err_pipe, status_pipe;
+  uv_poll_t pidfd_poll; /* the keeper's exit, when agtd started it (agtd reaps it) */
+  uv_poll_t keep_poll;  /* the connection to the jail's keeper (keeper.h) */
+  uv_pipe_t status_pipe;
   uv_timer_t stop_timer;
+  int keep_fd, keep_open;
+  int keeper_pidfd; /* -1: a keeper that an earlier agtd started */
   int tty; /* the agent runs on a terminal (a pty from the jail's devpts) */
   unsigned short rows, cols;
-  int console_fd; /* start: the socket the jail sends its pty master on */
-  int tty_fd;     /* the pty master, while the jail runs */
-  uv_pipe_t tty_pipe;
-  int out_open, err_open, tty_open; /* output streams being read */
-  int output_paused;                /* a stream's client is behind: the jail's output waits */
+  int tty_fd; /* the pty master (a copy of the keeper's, for input and size), while it runs */
+  uv_pipe_t tty_pipe; /* written only: the keeper reads the terminal */
+  int tty_open;
+  int output_paused; /* a stream's client is behind: the jail's output waits */
   char *screen; /* the last AGT_SCREEN_MAX bytes of output, replayed on attach */
   size_t screen_len;
   struct agt_stream_s *streams;
   agt_egress_t *egress; /* the proxy of a jail in network mode allow, while it runs */
   int handles_open;
-  int streams_open; /* out, err and status pipes still being read */
+  int streams_open; /* the keeper's connection and the status pipe, still being read */
   int exited_seen;  /* the pidfd reported the exit */
   char status_buf[512];
   size_t status_len;
@@ -154,8 +156,8 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err);
 pid_t agt_jail_clone(int *pidfd, int new_netns, int cgroup_fd, int *attached);
 void agt_jail_overlay_opts(struct agtd_s *d, const char *lower, const char *dir, char *buf,
                            size_t size);
-int agt_jail_begin_run(agt_jail_t *j, pid_t pid, int pidfd, int out_fd, int err_fd, int status_fd,
-                       agt_error_t *err);
+int agt_jail_begin_run(agt_jail_t *j, pid_t pid, int pidfd, int keep_fd, int keeper_pidfd,
+                       int status_fd, agt_error_t *err);
 int agt_cap_last(void);
 /* Network mode allow: the proxy in the jail's namespace (netns, or pid's when -1). */
 int agt_jail_start_egress(agt_jail_t *j, int netns, pid_t pid, agt_error_t *err);
@@ -171,8 +173,15 @@ int agt_jail_stop(agt_jail_t *j, uint64_t grace_ms, agt_error_t *err);
 int agt_jail_kill(agt_jail_t *j, int sig, agt_error_t *err);
 
 /* Supervision (supervise.c). */
-int agt_jail_supervise(agt_jail_t *j, int out_fd, int err_fd, int status_fd, agt_error_t *err);
-void agt_jail_log_append(agt_jail_t *j, const char *data, size_t len);
+/* A run under its keeper: keep_fd the connection to it, keeper_pidfd its pidfd when agtd is
+ * its parent (else -1), status_fd the start's status pipe (-1: the start is over). */
+int agt_jail_supervise(agt_jail_t *j, int keep_fd, int keeper_pidfd, int status_fd,
+                       agt_error_t *err);
+/* A running jail's keeper, found again by a new agtd: its connection, HELLO and fds (the
+ * init's pidfd, the terminal's master or -1; taken). */
+struct agt_keep_hdr;
+int agt_jail_adopt(agt_jail_t *j, int keep_fd, const struct agt_keep_hdr *h, int fds[2],
+                   agt_error_t *err);
 /* Read captured output from absolute offset `from`, at most max bytes. */
 int agt_jail_log_read(agt_jail_t *j, uint64_t from, size_t max, char **data, size_t *len,
                       uint64_t *start, agt_error_t *err);

@@ -14,6 +14,7 @@
 #include "cleanup.h"
 #include "daemon.h"
 #include "jail.h"
+#include "jail_keep.h"
 #include "jail_setup.h"
 #include "jail_warm.h"
 #include "xalloc.h"
@@ -157,9 +158,11 @@ void agt_jail_overlay_opts(struct agtd_s *d, const char *lower, const char *dir,
 }
 
 /* The jail runs (its init is pid): the record's run state, then supervision of its pipes. */
-int agt_jail_begin_run(agt_jail_t *j, pid_t pid, int pidfd, int out_fd, int err_fd, int status_fd,
-                       agt_error_t *err)
+int agt_jail_begin_run(agt_jail_t *j, pid_t pid, int pidfd, int keep_fd, int keeper_pidfd,
+                       int status_fd, agt_error_t *err)
 {
+  cleanup_free char *exit_path = xasprintf("%s/%s", j->dir, AGT_KEEP_EXIT);
+
   j->pid = pid;
   j->pidfd = pidfd;
   j->state = AGT_JAIL_STARTING;
@@ -172,7 +175,10 @@ int agt_jail_begin_run(agt_jail_t *j, pid_t pid, int pidfd, int out_fd, int err_
   j->runs++;
   j->status_len = 0;
   j->exited_seen = 0;
-  if (agt_jail_supervise(j, out_fd, err_fd, status_fd, err) < 0) {
+  unlink(exit_path); /* the last run's */
+  /* the log's budget, before the agent can write */
+  agt_keep_send_budget(keep_fd, j->limits.log_bytes);
+  if (agt_jail_supervise(j, keep_fd, keeper_pidfd, status_fd, err) < 0) {
     /* cannot watch it: kill it rather than leave it unsupervised */
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
     return -1;
@@ -186,7 +192,8 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   /* sync[0..1], status[2..3], out[4..5], errout[6..7]: read end first */
   int fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
   int console[2] = {-1, -1};
-  int pidfd = -1, netns = -1, cgroup_fd, attached;
+  int pidfd = -1, netns = -1, cgroup_fd, attached, dir_fd = -1, r;
+  struct agt_keep_spawn ks;
   pid_t pid;
 
   if (j->state == AGT_JAIL_STARTING || j->state == AGT_JAIL_RUNNING ||
@@ -197,7 +204,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
     return agt_error_kind(err, AGT_E_BUSY, "jail '%s' is still cleaning up its last run", j->name);
   j->started_warm = 0;
   if (j->warm) {
-    int r = agt_warm_start(j, err);
+    r = agt_warm_start(j, err);
     if (r <= 0)
       return r;
     /* the prepared jail was gone: a cold start in the directory it left (whose subvolume
@@ -253,33 +260,52 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   plan.guest_netns = j->net.mode == AGT_NET_OPEN;
 
   j->start_request_ns = j->start_request_ns ? j->start_request_ns : agt_now_ns();
-  cgroup_fd = agt_cgroup_open(&j->d->cgroup, j->name);
-  pid = agt_jail_clone(&pidfd, netns < 0 && j->net.mode != AGT_NET_OPEN, cgroup_fd, &attached);
-  if (cgroup_fd >= 0)
-    close(cgroup_fd);
-  if (pid < 0) {
-    agt_error_make(err, errno, "clone the jail");
+  dir_fd = open(j->dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (dir_fd < 0) {
+    agt_error_make(err, errno, "open '%s'", j->dir);
     goto fail;
   }
-  if (pid == 0)
-    agt_jail_child(&plan);
+  cgroup_fd = agt_cgroup_open(&j->d->cgroup, j->name);
+  /* The init is born the child of its keeper, which takes the read ends of its output. */
+  memset(&ks, 0, sizeof ks);
+  ks.plan = &plan;
+  ks.name = j->name;
+  ks.new_netns = netns < 0 && j->net.mode != AGT_NET_OPEN;
+  ks.cgroup_fd = cgroup_fd;
+  ks.attach_cgroup = j->d->cgroup.fast_attach ? j->name : NULL;
+  ks.out_rd = fds[4];
+  ks.err_rd = fds[6];
+  ks.console_rd = console[0];
+  ks.dir_fd = dir_fd;
+  r = agt_keep_spawn(j->d, &ks, err);
+  if (cgroup_fd >= 0)
+    close(cgroup_fd);
+  close(dir_fd);
+  if (r < 0) {
+    agt_error_wrap(err, "start jail '%s'", j->name);
+    goto fail;
+  }
+  pid = ks.pid;
+  pidfd = ks.pidfd;
+  attached = ks.attached;
   /* With favordynmods a v1 migration is microseconds: done here, without the threadpool's
    * round trip. */
-  if (!attached && j->d->cgroup.fast_attach &&
-      agt_cgroup_attach(&j->d->cgroup, j->name, pid, err) == 0)
-    attached = 1;
+  if (ks.attach_err) {
+    *err = ks.attach_err; /* the child is killed below */
+    ks.attach_err = NULL;
+  }
 
-  /* Parent: keep the read ends of status/out/err and the write end of sync. */
+  /* Parent: keep the read end of status and the write end of sync; the keeper has the
+   * rest. */
   close(fds[0]);
   close(fds[3]);
-  if (fds[5] >= 0)
-    close(fds[5]);
-  if (fds[7] >= 0)
-    close(fds[7]);
-  fds[0] = fds[3] = fds[5] = fds[7] = -1;
-  if (console[1] >= 0)
-    close(console[1]);
-  j->console_fd = console[0];
+  for (int i = 4; i < 8; i++)
+    if (fds[i] >= 0) {
+      close(fds[i]);
+      fds[i] = -1;
+    }
+  fds[0] = fds[3] = -1;
+  close_all(console, 2);
 
   /* The proxy and the cgroup are in place before the child is told to go on to the agent.
    * On failure the child is killed, and supervised below so that it is reaped. */
@@ -310,7 +336,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
     close(netns);
   netns = -1;
 
-  if (agt_jail_begin_run(j, pid, pidfd, fds[4], fds[6], fds[2], err) < 0)
+  if (agt_jail_begin_run(j, pid, pidfd, ks.keep_fd, ks.keeper_pidfd, fds[2], err) < 0)
     return -1;
   return *err ? -1 : 0;
 

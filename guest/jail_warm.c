@@ -23,10 +23,14 @@
 #include "daemon.h"
 #include "fsutil.h"
 #include "jail.h"
+#include "jail_keep.h"
 #include "jail_setup.h"
 #include "xalloc.h"
 
 #define FILL_INTERVAL_MS 1
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
 /* After a take, the pool is filled again once the start it served is over (supervise.c
  * calls agt_warm_refill when the agent runs), and never while a start is in flight, so that
  * building the next prepared jail does not compete with a start for the loop or the CPU;
@@ -35,8 +39,8 @@
 
 static void warm_free(struct agt_warm_s *w)
 {
-  int *fds[] = {&w->pidfd,  &w->ctl_fd,     &w->status_fd, &w->out_fd,
-                &w->err_fd, &w->console_fd, &w->netns_fd};
+  int *fds[] = {&w->pidfd,   &w->ctl_fd,       &w->status_fd,
+                &w->keep_fd, &w->keeper_pidfd, &w->netns_fd};
 
   for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
     if (*fds[i] >= 0)
@@ -66,12 +70,40 @@ static void destroy_cgroup(struct agtd_s *d, const char *name)
   }
 }
 
+/* Kill the init of a prepared jail and wait for its keeper's end: once the keeper has said
+ * the exit (it has recorded it in the directory), it touches the directory no more. */
+static void end_keeper(int pidfd, int keep_fd, int keeper_pidfd)
+{
+  struct agt_keep_hdr h;
+  int fds[2];
+
+  syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+  for (;;) {
+    struct pollfd p = {.fd = keep_fd, .events = POLLIN};
+    int r;
+    if (poll(&p, 1, 5000) <= 0)
+      break;
+    r = agt_keep_recv(keep_fd, &h, NULL, fds);
+    for (int i = 0; i < 2; i++)
+      if (fds[i] >= 0)
+        close(fds[i]);
+    if (r < 0 || (r > 0 && h.type == AGT_KEEP_EXIT_MSG))
+      break;
+  }
+  close(keep_fd);
+  if (keeper_pidfd >= 0) {
+    siginfo_t info;
+    struct pollfd p = {.fd = keeper_pidfd, .events = POLLIN};
+    if (poll(&p, 1, 5000) > 0)
+      syscall(SYS_waitid, P_PIDFD, keeper_pidfd, &info, WEXITED | WNOHANG, NULL);
+  }
+}
+
 void agt_warm_discard(struct agtd_s *d, struct agt_warm_s *w, int dir_taken)
 {
-  if (w->pidfd >= 0) {
-    syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
-    while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
-      ;
+  if (w->pidfd >= 0 && w->keep_fd >= 0) {
+    end_keeper(w->pidfd, w->keep_fd, w->keeper_pidfd);
+    w->keep_fd = -1;
   }
   destroy_cgroup(d, w->name);
   if (!dir_taken && w->dir) {
@@ -143,14 +175,15 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   struct agt_spawn_plan plan;
   int status[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
   int ctl[2] = {-1, -1}, console[2] = {-1, -1};
-  int netns = -1, cgroup_fd, attached = 0, cgroup_made = 0;
+  int netns = -1, cgroup_fd, attached = 0, cgroup_made = 0, dir_fd = -1, r;
+  struct agt_keep_spawn ks;
   cleanup_free char *merged = NULL;
   cleanup_free char *passwd = NULL;
   cleanup_free char *group = NULL;
   unsigned char rnd[8];
   pid_t pid;
 
-  w->pidfd = w->ctl_fd = w->status_fd = w->out_fd = w->err_fd = w->console_fd = -1;
+  w->pidfd = w->ctl_fd = w->status_fd = w->keep_fd = w->keeper_pidfd = -1;
   w->netns_fd = -1;
   if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
     agt_error_make(err, errno, "getrandom");
@@ -221,22 +254,61 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   plan.fds[4] = netns;
   plan.fds[5] = console[1];
 
-  cgroup_fd = agt_cgroup_open(&d->cgroup, w->name);
-  pid = agt_jail_clone(&w->pidfd, netns < 0, cgroup_fd, &attached);
-  if (cgroup_fd >= 0)
-    close(cgroup_fd);
-  if (pid < 0) {
-    agt_error_make(err, errno, "clone a prepared jail");
+  dir_fd = open(w->dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (dir_fd < 0) {
+    agt_error_make(err, errno, "open '%s'", w->dir);
     goto fail;
   }
-  if (pid == 0)
-    agt_jail_child(&plan);
+  cgroup_fd = agt_cgroup_open(&d->cgroup, w->name);
+  /* Under a keeper from the start: a jail that claims it must outlive agtd. */
+  memset(&ks, 0, sizeof ks);
+  ks.plan = &plan;
+  ks.name = w->name;
+  ks.new_netns = netns < 0;
+  ks.cgroup_fd = cgroup_fd;
+  ks.attach_cgroup = w->name;
+  ks.out_rd = out[0];
+  ks.err_rd = errp[0];
+  ks.console_rd = console[0];
+  ks.dir_fd = dir_fd;
+  r = agt_keep_spawn(d, &ks, err);
+  if (cgroup_fd >= 0)
+    close(cgroup_fd);
+  close(dir_fd);
+  if (r < 0) {
+    agt_error_wrap(err, "a prepared jail");
+    goto fail;
+  }
+  pid = ks.pid;
+  attached = ks.attached;
   w->pid = pid;
+  w->pidfd = ks.pidfd;
+  w->keep_fd = ks.keep_fd;
+  w->keeper_pidfd = ks.keeper_pidfd;
+  if (ks.attach_err) {
+    *err = ks.attach_err;
+    close(ctl[1]);
+    close(status[1]);
+    close(out[1]);
+    close(errp[1]);
+    close(console[1]);
+    close(out[0]);
+    close(errp[0]);
+    close(console[0]);
+    w->ctl_fd = ctl[0];
+    w->status_fd = status[0];
+    w->netns_fd = netns;
+    agt_warm_discard(d, w, 0);
+    return -1;
+  }
   close(ctl[1]);
   close(status[1]);
   close(out[1]);
   close(errp[1]);
   close(console[1]);
+  close(out[0]);
+  close(errp[0]);
+  close(console[0]);
   /* Its network namespace, kept for the proxy of a jail in network mode allow. */
   if (netns < 0) {
     char path[64];
@@ -247,9 +319,6 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   netns = -1;
   w->ctl_fd = ctl[0];
   w->status_fd = status[0];
-  w->out_fd = out[0];
-  w->err_fd = errp[0];
-  w->console_fd = console[0];
   if (!attached && agt_cgroup_attach(&d->cgroup, w->name, pid, err) < 0) {
     agt_warm_discard(d, w, 0);
     return -1;
@@ -544,25 +613,17 @@ int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
     close(mfd);
     goto fail;
   }
+  agt_keep_send_budget(w->keep_fd, j->limits.log_bytes);
   r = send_claim(j, w, mfd, err);
   close(mfd);
   if (r < 0)
     goto fail;
-  /* On a terminal the agent's output comes from the pty (its master arrives on the console
-   * socket), as in a cold start; else from the pipes. */
-  if (j->tty) {
-    j->console_fd = w->console_fd;
-    close(w->out_fd);
-    close(w->err_fd);
-    w->out_fd = w->err_fd = -1;
-  } else {
-    close(w->console_fd);
-  }
-  w->console_fd = -1;
-  r = agt_jail_begin_run(j, w->pid, w->pidfd, w->out_fd, w->err_fd, w->status_fd, err);
+  /* The keeper reads the agent's output from the pty (its master arrives on the console
+   * socket) or from the pipes, whichever the claim made the jail use. */
+  r = agt_jail_begin_run(j, w->pid, w->pidfd, w->keep_fd, w->keeper_pidfd, w->status_fd, err);
   j->started_warm = 1;
   agt_jail_save(j, NULL); /* the record, "starting", while the jail applies its claim */
-  w->pidfd = w->status_fd = w->out_fd = w->err_fd = -1; /* the jail's now */
+  w->pidfd = w->status_fd = w->keep_fd = w->keeper_pidfd = -1; /* the jail's now */
   warm_free(w);
   return r < 0 || *err ? -1 : 0;
 

@@ -31,8 +31,9 @@ struct agt_warm_s {
   int pidfd;
   int ctl_fd; /* the claim goes here (SOCK_SEQPACKET) */
   int ready;  /* it said it waits for its claim: until then its directory is in use */
-  int status_fd, out_fd, err_fd, console_fd;
-  int netns_fd; /* its network namespace */
+  int status_fd;
+  int keep_fd, keeper_pidfd; /* its keeper (keeper.h), which has its output and terminal */
+  int netns_fd;              /* its network namespace */
 };
 
 struct agt_warm_pool {

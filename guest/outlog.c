@@ -43,6 +43,69 @@ void agt_outlog_stat(const char *path, const char *old_path, struct agt_outlog_p
     pos->old_base = pos->base;
 }
 
+static uint64_t fd_base(int fd)
+{
+  char buf[32];
+  ssize_t n = fgetxattr(fd, AGT_OUTLOG_XATTR, buf, sizeof buf - 1);
+
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  return strtoull(buf, NULL, 10);
+}
+
+void agt_outlog_snapshot(const char *path, const char *old_path, struct agt_outlog_snap *s)
+{
+  struct stat st, ost;
+
+  memset(s, 0, sizeof *s);
+  s->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  s->old_fd = open(old_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (s->fd >= 0 && fstat(s->fd, &st) == 0) {
+    s->base = fd_base(s->fd);
+    s->size = (uint64_t)st.st_size;
+  } else if (s->fd >= 0) {
+    close(s->fd);
+    s->fd = -1;
+  }
+  if (s->old_fd >= 0 && fstat(s->old_fd, &ost) == 0 &&
+      !(s->fd >= 0 && ost.st_ino == st.st_ino && ost.st_dev == st.st_dev)) {
+    s->old_base = fd_base(s->old_fd);
+    s->old_size = (uint64_t)ost.st_size;
+  } else if (s->old_fd >= 0) {
+    close(s->old_fd);
+    s->old_fd = -1;
+  }
+}
+
+ssize_t agt_outlog_pread(const struct agt_outlog_snap *s, uint64_t off, char *buf, size_t max)
+{
+  int fds[2] = {s->fd, s->old_fd};
+  uint64_t bases[2] = {s->base, s->old_base}, sizes[2] = {s->size, s->old_size};
+
+  for (int i = 0; i < 2; i++) {
+    ssize_t n;
+    if (fds[i] < 0 || off < bases[i] || off >= bases[i] + sizes[i])
+      continue;
+    if (max > bases[i] + sizes[i] - off)
+      max = (size_t)(bases[i] + sizes[i] - off);
+    do
+      n = pread(fds[i], buf, max, (off_t)(off - bases[i]));
+    while (n < 0 && errno == EINTR);
+    return n;
+  }
+  return 0;
+}
+
+void agt_outlog_snap_close(struct agt_outlog_snap *s)
+{
+  if (s->fd >= 0)
+    close(s->fd);
+  if (s->old_fd >= 0)
+    close(s->old_fd);
+  s->fd = s->old_fd = -1;
+}
+
 void agt_outlog_open(struct agt_outlog *l, const char *path, const char *old_path,
                      uint64_t budget)
 {

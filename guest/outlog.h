@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define AGT_OUTLOG_XATTR "trusted.agt.base"
 
@@ -23,6 +24,19 @@ struct agt_outlog_pos {
 
 /* Where the log stands, from the files (path: console.log; old_path: console.log.1). */
 void agt_outlog_stat(const char *path, const char *old_path, struct agt_outlog_pos *pos);
+
+/* Both files open at once, whoever rotates them meanwhile: the bytes of each by offset.  The
+ * current file is opened first: when a rotation comes between the two opens, the old one is
+ * the same file and is left out (its bytes are in the current one). */
+struct agt_outlog_snap {
+  int fd, old_fd; /* -1 when absent */
+  uint64_t base, size, old_base, old_size;
+};
+void agt_outlog_snapshot(const char *path, const char *old_path, struct agt_outlog_snap *s);
+/* Read up to max bytes at absolute offset off from one of the files: bytes read, 0 when no
+ * file holds off, -1 on an error. */
+ssize_t agt_outlog_pread(const struct agt_outlog_snap *s, uint64_t off, char *buf, size_t max);
+void agt_outlog_snap_close(struct agt_outlog_snap *s);
 
 struct agt_outlog {
   const char *path, *old_path; /* not owned */

@@ -210,10 +210,10 @@ void agt_stream_input(agt_stream_t *s, json_t *msg)
 
 void agt_jail_output(struct agt_jail_s *j, const char *data, size_t len)
 {
-  uint64_t offset = log_end(j);
+  /* in the log already (the keeper wrote it): the log ends after it */
+  uint64_t offset = log_end(j) >= len ? log_end(j) - len : 0;
   int pause = 0;
 
-  agt_jail_log_append(j, data, len);
   if (j->screen == NULL)
     j->screen = xmalloc(AGT_SCREEN_MAX);
   if (len >= AGT_SCREEN_MAX) {
@@ -230,11 +230,14 @@ void agt_jail_output(struct agt_jail_s *j, const char *data, size_t len)
   }
   for (agt_stream_t *s = j->streams; s; s = s->next) {
     if (s->kind == AGT_STREAM_FOLLOW) {
-      if (s->replay < offset)
-        continue; /* still replaying: it reads this from the log */
+      if (s->replay < offset || s->replay >= offset + len)
+        continue; /* still replaying (it reads this from the log), or read it there */
+      size_t skip = (size_t)(s->replay - offset);
       s->replay = offset + len;
+      send_out(s, data + skip, len - skip, offset + skip);
+    } else {
+      send_out(s, data, len, offset);
     }
-    send_out(s, data, len, offset);
     if (s->client->out_queued > AGT_STREAM_HIGH)
       pause = 1;
   }

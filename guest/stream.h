@@ -48,7 +48,8 @@ void agt_stream_close(agt_stream_t *s);
 /* The client's queue drained a little: continue a replay, maybe resume the jail's output. */
 void agt_stream_drained(agt_stream_t *s);
 
-/* Output of a jail, from its pipes or terminal: log, screen, streams, backpressure. */
+/* Output of a jail, from its keeper (which has logged it; j->log.pos is the log's position
+ * after it): screen, streams, backpressure. */
 void agt_jail_output(struct agt_jail_s *j, const char *data, size_t len);
 /* The jail ended: tell every stream and close them. */
 void agt_jail_streams_end(struct agt_jail_s *j, json_t *info);

@@ -17,6 +17,7 @@
 #include "cleanup.h"
 #include "daemon.h"
 #include "jail.h"
+#include "jail_keep.h"
 #include "jail_setup.h"
 #include "server.h"
 #include "stream.h"
@@ -49,187 +50,227 @@ static void close_handle(agt_jail_t *j, uv_handle_t *h)
   }
 }
 
-/* Logs: at most limits.log_bytes on disk (outlog.h). */
-void agt_jail_log_append(agt_jail_t *j, const char *data, size_t len)
-{
-  j->log.budget = j->limits.log_bytes;
-  if (agt_outlog_append(&j->log, data, len) < 0)
-    agtd_log("jail '%s': write log: %s", j->name, strerror(errno));
-}
-
-static int read_range(const char *path, uint64_t off, size_t max, char *buf, size_t *got)
-{
-  cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  ssize_t n;
-
-  *got = 0;
-  if (fd < 0)
-    return errno == ENOENT ? 0 : -1;
-  while (*got < max) {
-    n = pread(fd, buf + *got, max - *got, (off_t)(off + *got));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    *got += (size_t)n;
-  }
-  return 0;
-}
-
+/* The log as its keeper writes it (outlog.h), up to the position agtd knows of. */
 int agt_jail_log_read(agt_jail_t *j, uint64_t from, size_t max, char **data, size_t *len,
                       uint64_t *start, agt_error_t *err)
 {
-  uint64_t end = j->log.pos.base + j->log.pos.size;
+  uint64_t end = j->log.pos.base + j->log.pos.size, oldest;
   cleanup_free char *buf = NULL;
-  size_t got = 0, n;
+  struct agt_outlog_snap snap;
+  size_t got = 0;
 
-  if (from < j->log.pos.old_base)
-    from = j->log.pos.old_base; /* older output was rotated away */
+  agt_outlog_snapshot(j->log_path, j->log_old_path, &snap);
+  oldest = snap.old_fd >= 0 ? snap.old_base : snap.fd >= 0 ? snap.base : end;
+  if (from < oldest)
+    from = oldest; /* older output was rotated away */
   if (from > end)
     from = end;
-  *start = from;
   if (max > end - from)
     max = (size_t)(end - from);
   buf = xmalloc(max + 1);
-  if (from < j->log.pos.base) {
-    if (read_range(j->log_old_path, from - j->log.pos.old_base, max, buf, &n) < 0)
-      return agt_error_make(err, errno, "read '%s'", j->log_old_path);
-    got = n;
-    if (got < max && from + got < j->log.pos.base) {
-      /* the old file ended early (it was replaced): continue from the current file */
-      from = j->log.pos.base;
-      *start = from - got;
+  while (got < max) {
+    ssize_t n = agt_outlog_pread(&snap, from + got, buf + got, max - got);
+    if (n < 0) {
+      int e = errno;
+      agt_outlog_snap_close(&snap);
+      return agt_error_make(err, e, "read '%s'", j->log_path);
     }
+    if (n == 0 && got == 0 && snap.fd >= 0 && from < snap.base) {
+      /* the old file was replaced meanwhile: on from the current file's first byte */
+      from = snap.base;
+      if (max > end - from)
+        max = (size_t)(end - from);
+      continue;
+    }
+    if (n == 0)
+      break;
+    got += (size_t)n;
   }
-  if (got < max) {
-    uint64_t off = from + got > j->log.pos.base ? from + got - j->log.pos.base : 0;
-    if (read_range(j->log_path, off, max - got, buf + got, &n) < 0)
-      return agt_error_make(err, errno, "read '%s'", j->log_path);
-    got += n;
-  }
+  agt_outlog_snap_close(&snap);
   buf[got] = '\0';
+  *start = from;
   *len = got;
   *data = steal_pointer(&buf);
   return 0;
 }
 
-static int *open_flag(agt_jail_t *j, uv_stream_t *s)
-{
-  if (s == (uv_stream_t *)&j->out_pipe)
-    return &j->out_open;
-  if (s == (uv_stream_t *)&j->err_pipe)
-    return &j->err_open;
-  if (s == (uv_stream_t *)&j->tty_pipe)
-    return &j->tty_open;
-  return NULL;
-}
-
-static void stream_done(agt_jail_t *j, uv_stream_t *s)
-{
-  int *open = open_flag(j, s);
-
-  uv_read_stop(s);
-  if (open)
-    *open = 0;
-  j->streams_open--;
-  close_handle(j, (uv_handle_t *)s);
-}
-
-/* libuv reports EOF on a terminal as soon as the hangup shows while its last read was
- * short, though the kernel may still be moving what the agent wrote last into the master's
- * buffer; a read flushes that first, and says EIO only once all is read.  So read to EIO. */
-static void drain_terminal(agt_jail_t *j)
-{
-  char buf[16384];
-
-  for (int i = 0; i < 1024; i++) {
-    ssize_t n = read(j->tty_fd, buf, sizeof buf);
-    if (n > 0)
-      agt_jail_output(j, buf, (size_t)n);
-    else if (n < 0 && errno == EINTR)
-      continue;
-    else
-      break;
-  }
-}
-
-static void output_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
-{
-  agt_jail_t *j = s->data;
-
-  if (n > 0) {
-    agt_jail_output(j, buf->base, (size_t)n);
-    return;
-  }
-  if (n < 0) {
-    /* EOF, or EIO from a terminal whose last user is gone */
-    if (s == (uv_stream_t *)&j->tty_pipe && j->tty_fd >= 0)
-      drain_terminal(j);
-    stream_done(j, s);
-  }
-}
+static void keep_cb(uv_poll_t *p, int status, int events);
 
 void agt_jail_output_pause(agt_jail_t *j, int pause)
 {
-  uv_stream_t *outs[3] = {(uv_stream_t *)&j->out_pipe, (uv_stream_t *)&j->err_pipe,
-                          (uv_stream_t *)&j->tty_pipe};
-
   if (j->output_paused == pause)
     return;
   j->output_paused = pause;
-  for (int i = 0; i < 3; i++) {
-    int *open = open_flag(j, outs[i]);
-    if (!*open)
-      continue;
-    if (pause)
-      uv_read_stop(outs[i]);
-    else
-      uv_read_start(outs[i], agtd_read_buffer, output_cb);
-  }
+  if (!j->keep_open)
+    return;
+  /* Not reading from the keeper: it stops reading the jail's output once its record waits. */
+  if (pause)
+    uv_poll_stop(&j->keep_poll);
+  else
+    uv_poll_start(&j->keep_poll, UV_READABLE, keep_cb);
 }
 
-/* The jail sends its terminal's master side over the console socket before the agent's
- * exec, so it is waiting there by the time the exec is confirmed. */
-static int take_terminal(agt_jail_t *j, agt_error_t *err)
+/* The terminal's master, from the keeper: agtd writes the attached client's input to it and
+ * sets its size; the keeper reads it. */
+static void take_terminal(agt_jail_t *j, int fd)
 {
-  char byte;
-  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-  union {
-    char buf[CMSG_SPACE(sizeof(int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr mh = {
-      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-  struct cmsghdr *cm;
-  int fd = -1, r;
+  int r;
 
-  if (recvmsg(j->console_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) < 1)
-    return agt_error_make(err, errno ? errno : EPROTO, "receive the terminal of jail '%s'",
-                          j->name);
-  cm = CMSG_FIRSTHDR(&mh);
-  if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-    memcpy(&fd, CMSG_DATA(cm), sizeof fd);
-  close(j->console_fd);
-  j->console_fd = -1;
-  if (fd < 0)
-    return agt_error_kind(err, AGT_E_INTERNAL, "jail '%s' sent no terminal", j->name);
+  if (j->tty_open) {
+    close(fd);
+    return;
+  }
   j->tty_fd = fd;
   uv_pipe_init(j->d->loop, &j->tty_pipe, 0);
   j->tty_pipe.data = j;
   j->handles_open++;
   r = uv_pipe_open(&j->tty_pipe, fd);
-  if (r == 0)
-    r = uv_read_start((uv_stream_t *)&j->tty_pipe, agtd_read_buffer, output_cb);
   if (r < 0) {
+    agtd_log("jail '%s': write to its terminal: %s", j->name, uv_strerror(r));
+    close(fd);
+    j->tty_fd = -1;
     close_handle(j, (uv_handle_t *)&j->tty_pipe);
-    return agt_error_kind(err, AGT_E_INTERNAL, "read the terminal of jail '%s': %s", j->name,
-                          uv_strerror(r));
+    return;
   }
   j->tty_open = 1;
-  j->streams_open++;
-  if (j->output_paused)
-    uv_read_stop((uv_stream_t *)&j->tty_pipe);
+}
+
+/* The keeper's record of the exit; when it died without one, the jail died with it. */
+static void set_exit(agt_jail_t *j, int code, int sig, int64_t finished)
+{
+  j->exit_code = code;
+  j->exit_signal = sig;
+  j->finished = (time_t)finished;
+  j->exited_seen = 1;
+  uv_timer_stop(&j->stop_timer);
+}
+
+static void keeper_done(agt_jail_t *j)
+{
+  if (!j->exited_seen) {
+    int code, sig;
+    int64_t finished;
+    if (agt_keep_read_exit(j->dir, &code, &sig, &finished) == 0) {
+      set_exit(j, code, sig, finished);
+    } else {
+      set_exit(j, 128 + SIGKILL, SIGKILL, (int64_t)time(NULL));
+      free(j->exit_reason);
+      j->exit_reason = xstrdup("its keeper died");
+    }
+  }
+  if (!j->keep_open)
+    return;
+  j->keep_open = 0;
+  uv_poll_stop(&j->keep_poll);
+  close_handle(j, (uv_handle_t *)&j->keep_poll);
+  close(j->keep_fd); /* the keeper exits once it sees this */
+  j->keep_fd = -1;
+  if (j->tty_open) {
+    j->tty_open = 0;
+    close_handle(j, (uv_handle_t *)&j->tty_pipe);
+  }
+  j->streams_open--;
+}
+
+static void keep_cb(uv_poll_t *p, int status, int events)
+{
+  agt_jail_t *j = p->data;
+  static char data[AGT_KEEP_DATA_MAX];
+
+  (void)status;
+  (void)events;
+  while (j->keep_open && !j->output_paused) {
+    struct agt_keep_hdr h;
+    int fds[2];
+    int r = agt_keep_recv(j->keep_fd, &h, data, fds);
+
+    if (r == 0)
+      return;
+    if (r < 0) {
+      if (errno != EPIPE && errno != ECONNRESET)
+        agtd_log("jail '%s': its keeper: %s", j->name, strerror(errno));
+      keeper_done(j);
+      return;
+    }
+    switch (h.type) {
+    case AGT_KEEP_OUT:
+      j->log.pos.base = h.base;
+      j->log.pos.size = h.size;
+      j->log.pos.old_base = h.old_base;
+      agt_jail_output(j, data, h.len);
+      break;
+    case AGT_KEEP_TTY:
+      if (fds[0] >= 0)
+        take_terminal(j, fds[0]);
+      fds[0] = -1;
+      break;
+    case AGT_KEEP_EXIT_MSG:
+      set_exit(j, h.code, h.signal, h.finished);
+      keeper_done(j);
+      break;
+    default:
+      break;
+    }
+    for (int i = 0; i < 2; i++)
+      if (fds[i] >= 0)
+        close(fds[i]);
+  }
+}
+
+int agt_jail_adopt(agt_jail_t *j, int keep_fd, const struct agt_keep_hdr *h, int fds[2],
+                   agt_error_t *err)
+{
+  j->pid = h->pid;
+  j->pidfd = fds[0];
+  fds[0] = -1;
+  j->state = AGT_JAIL_RUNNING; /* a stop or start in progress ended with the last agtd */
+  j->log.pos.base = h->base;
+  j->log.pos.size = h->size;
+  j->log.pos.old_base = h->old_base;
+  j->exited_seen = 0;
+  if (agt_jail_supervise(j, keep_fd, -1, -1, err) < 0)
+    return -1;
+  if (fds[1] >= 0)
+    take_terminal(j, fds[1]);
+  fds[1] = -1;
+  if (h->exited) {
+    set_exit(j, h->code, h->signal, h->finished);
+    keeper_done(j);
+    return 0;
+  }
+  /* What the terminal showed lately, for attach: the log's tail. */
+  if (j->tty) {
+    uint64_t end = j->log.pos.base + j->log.pos.size, start;
+    uint64_t from = end > AGT_SCREEN_MAX ? end - AGT_SCREEN_MAX : 0;
+    char *data;
+    size_t len;
+    if (agt_jail_log_read(j, from, AGT_SCREEN_MAX, &data, &len, &start, NULL) == 0) {
+      free(j->screen);
+      j->screen = xmalloc(AGT_SCREEN_MAX);
+      memcpy(j->screen, data, len);
+      j->screen_len = len;
+      free(data);
+    }
+  }
+  if (j->net.mode == AGT_NET_ALLOW && agt_jail_start_egress(j, -1, j->pid, err) < 0)
+    return agt_error_wrap(err, "the proxy of jail '%s'", j->name);
   return 0;
+}
+
+/* A keeper that is agtd's child (it started the jail) is reaped by agtd once it exits. */
+static void keeper_exit_cb(uv_poll_t *p, int status, int events)
+{
+  agt_jail_t *j = p->data;
+  siginfo_t info;
+
+  (void)status;
+  (void)events;
+  memset(&info, 0, sizeof info);
+  if (syscall(SYS_waitid, P_PIDFD, j->keeper_pidfd, &info, WEXITED | WNOHANG, NULL) == 0 &&
+      info.si_pid == 0)
+    return; /* not yet */
+  uv_poll_stop(p);
+  close_handle(j, (uv_handle_t *)p);
 }
 
 static void status_eof(agt_jail_t *j)
@@ -254,13 +295,6 @@ static void status_eof(agt_jail_t *j)
   }
   j->rm_if_no_start = 0;
   j->exec_ns = agt_now_ns();
-  if (j->console_fd >= 0) {
-    agt_error_t err = NULL;
-    if (take_terminal(j, &err) < 0) {
-      agtd_log("%s", err->msg);
-      agt_error_release(&err);
-    }
-  }
   if (j->state == AGT_JAIL_STARTING)
     j->state = AGT_JAIL_RUNNING;
   {
@@ -295,79 +329,56 @@ static void status_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
   }
   if (n < 0) {
     status_eof(j);
-    stream_done(j, s);
+    uv_read_stop(s);
+    j->streams_open--;
+    close_handle(j, (uv_handle_t *)s);
   }
 }
 
-static void pidfd_cb(uv_poll_t *p, int status, int events)
-{
-  agt_jail_t *j = p->data;
-  siginfo_t info;
-
-  (void)status;
-  (void)events;
-  memset(&info, 0, sizeof info);
-  if (syscall(SYS_waitid, P_PIDFD, j->pidfd, &info, WEXITED | WNOHANG, NULL) < 0) {
-    if (errno == EAGAIN)
-      return;
-    agtd_log("jail '%s': waitid: %s", j->name, strerror(errno));
-  } else if (info.si_pid == 0) {
-    return; /* not yet */
-  }
-  if (info.si_code == CLD_EXITED) {
-    j->exit_code = info.si_status;
-  } else {
-    j->exit_signal = info.si_status;
-    j->exit_code = 128 + info.si_status;
-  }
-  j->exited_seen = 1;
-  j->finished = time(NULL);
-  uv_poll_stop(p);
-  close_handle(j, (uv_handle_t *)p);
-  uv_timer_stop(&j->stop_timer);
-}
-
-int agt_jail_supervise(agt_jail_t *j, int out_fd, int err_fd, int status_fd, agt_error_t *err)
+int agt_jail_supervise(agt_jail_t *j, int keep_fd, int keeper_pidfd, int status_fd,
+                       agt_error_t *err)
 {
   uv_loop_t *loop = j->d->loop;
-  struct {
-    uv_pipe_t *pipe;
-    int fd;
-    uv_read_cb cb;
-  } streams[3] = {
-      {&j->out_pipe, out_fd, output_cb},
-      {&j->err_pipe, err_fd, output_cb},
-      {&j->status_pipe, status_fd, status_cb},
-  };
   int r;
 
   j->streams_open = 0;
-  for (int i = 0; i < 3; i++) {
-    if (streams[i].fd < 0)
-      continue; /* a jail on a terminal has no output pipes */
-    uv_pipe_init(loop, streams[i].pipe, 0);
-    streams[i].pipe->data = j;
+  j->keep_fd = keep_fd;
+  j->keeper_pidfd = keeper_pidfd;
+  uv_poll_init(loop, &j->keep_poll, keep_fd);
+  j->keep_poll.data = j;
+  j->handles_open++;
+  j->keep_open = 1;
+  j->streams_open++;
+  r = uv_poll_start(&j->keep_poll, UV_READABLE, keep_cb);
+  if (r < 0) {
+    keeper_done(j);
+    return agt_error_kind(err, AGT_E_INTERNAL, "watch the keeper of jail '%s': %s", j->name,
+                          uv_strerror(r));
+  }
+  if (j->output_paused)
+    uv_poll_stop(&j->keep_poll);
+  if (keeper_pidfd >= 0) {
+    uv_poll_init(loop, &j->pidfd_poll, keeper_pidfd);
+    j->pidfd_poll.data = j;
     j->handles_open++;
-    r = uv_pipe_open(streams[i].pipe, streams[i].fd);
+    uv_poll_start(&j->pidfd_poll, UV_READABLE, keeper_exit_cb);
+  }
+  if (status_fd >= 0) {
+    uv_pipe_init(loop, &j->status_pipe, 0);
+    j->status_pipe.data = j;
+    j->handles_open++;
+    r = uv_pipe_open(&j->status_pipe, status_fd);
     if (r == 0)
-      r = uv_read_start((uv_stream_t *)streams[i].pipe, agtd_read_buffer, streams[i].cb);
+      r = uv_read_start((uv_stream_t *)&j->status_pipe, agtd_read_buffer, status_cb);
     if (r < 0) {
-      close(streams[i].fd);
-      close_handle(j, (uv_handle_t *)streams[i].pipe);
-      agt_error_kind(err, AGT_E_INTERNAL, "watch jail '%s' output: %s", j->name, uv_strerror(r));
-      continue;
+      close(status_fd);
+      close_handle(j, (uv_handle_t *)&j->status_pipe);
+      return agt_error_kind(err, AGT_E_INTERNAL, "watch the start of jail '%s': %s", j->name,
+                            uv_strerror(r));
     }
     j->streams_open++;
-    if (i < 2)
-      *open_flag(j, (uv_stream_t *)streams[i].pipe) = 1;
   }
-  uv_poll_init(loop, &j->pidfd_poll, j->pidfd);
-  j->pidfd_poll.data = j;
-  j->handles_open++;
-  r = uv_poll_start(&j->pidfd_poll, UV_READABLE, pidfd_cb);
-  if (r < 0)
-    return agt_error_kind(err, AGT_E_INTERNAL, "watch jail '%s': %s", j->name, uv_strerror(r));
-  return *err ? -1 : 0;
+  return 0;
 }
 
 static void cgroup_retry_cb(uv_timer_t *t);
@@ -402,10 +413,10 @@ void agt_jail_run_finished(agt_jail_t *j)
   close(j->pidfd);
   j->pidfd = -1;
   j->pid = 0;
+  if (j->keeper_pidfd >= 0)
+    close(j->keeper_pidfd);
+  j->keeper_pidfd = -1;
   j->tty_fd = -1; /* closed with tty_pipe */
-  if (j->console_fd >= 0)
-    close(j->console_fd);
-  j->console_fd = -1;
   j->output_paused = 0;
   agt_egress_stop(j->egress);
   j->egress = NULL;

@@ -75,6 +75,9 @@ ExecStart=/usr/local/sbin/agtd $args
 Environment=AGT_OPENCODE_BIN=$oc_pkg/bin/opencode
 Restart=on-failure
 Delegate=yes
+# Jails outlive agtd under their keepers (children of agtd): a stop or restart of the
+# service ends agtd only.
+KillMode=process
 
 [Install]
 WantedBy=multi-user.target

@@ -153,10 +153,35 @@ provider_stop() {
   PROV_NS=
 }
 
+# Jails outlive agtd (their keepers hold them): a test ends by removing its jails.
+remove_all_jails() {
+  [ -n "$AGTD_PID" ] || return 0
+  ctl jail ls 2>/dev/null | awk 'NR > 1 {print $1}' | while read -r j; do
+    ctl jail rm "$j" --force >/dev/null || echo "# jail rm $j --force failed"
+  done
+}
+
+# Keepers of this test's jails still running once agtd is gone (a test that failed half-way):
+# each holds its jail's directory (under $STATE) at fd 8 (guest/keeper.h).
+kill_keepers() {
+  local p d
+  for p in /proc/[0-9]*; do
+    [ "$(cat "$p/comm" 2>/dev/null)" = agt-keeper ] || continue
+    d=$(readlink "$p/fd/8" 2>/dev/null) || continue
+    case $d in "$STATE"/*)
+      echo "# killing the keeper ${p#/proc/} of $d"
+      kill -KILL "${p#/proc/}"
+      ;;
+    esac
+  done
+}
+
 finish() {
   local rc=$?
   provider_stop
+  remove_all_jails
   agtd_stop
+  kill_keepers
   for d in /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG"; do
     [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
   done
