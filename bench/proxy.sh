@@ -30,6 +30,10 @@ SRV_PID=
 cleanup() {
   [ -n "$SRV_PID" ] && kill "$SRV_PID" 2>/dev/null
   if [ -n "$AGTD_PID" ]; then
+    # jails outlive agtd (their keepers): remove them first
+    ctl jail ls 2>/dev/null | awk 'NR > 1 {print $1}' | while read -r j; do
+      ctl jail rm "$j" --force >/dev/null
+    done
     kill -TERM "$AGTD_PID" 2>/dev/null
     wait "$AGTD_PID" 2>/dev/null || true
   fi

@@ -59,6 +59,10 @@ RES=$T/results
 cleanup() {
   local rc=$? d
   if [ -n "$AGTD_PID" ]; then
+    # jails outlive agtd (their keepers): remove what is left first
+    ctl jail ls 2>/dev/null | awk 'NR > 1 {print $1}' | while read -r j; do
+      ctl jail rm "$j" --force >/dev/null || true
+    done
     kill -TERM "$AGTD_PID" 2>/dev/null || true
     wait "$AGTD_PID" 2>/dev/null || true
   fi

@@ -35,6 +35,9 @@ AGTD_PID=
 cleanup() {
   local rc=$? d
   if [ -n "$AGTD_PID" ]; then
+    # jails outlive agtd (their keepers): remove what is left first
+    "$AGTD" ctl -s "$T/agtd.sock" jail ls 2>/dev/null | awk 'NR > 1 {print $1}' |
+      while read -r j; do "$AGTD" ctl -s "$T/agtd.sock" jail rm "$j" --force >/dev/null; done
     kill -TERM "$AGTD_PID" 2>/dev/null
     for _ in $(seq 1 100); do kill -0 "$AGTD_PID" 2>/dev/null || break; sleep 0.1; done
   fi

@@ -356,17 +356,27 @@ verdict fds "E15 fd exhauster (32 processes)"
 # Nothing was created on the guest by any attack.
 is "no attack left a file on the guest" "$(ls "$T" | grep -c '^pwned-')" 0
 
-# agtd dies: its jails die with it (PR_SET_PDEATHSIG on each init), none is left running
-# unsupervised.
+# agtd dies: its jails go on under their keepers (guest/keeper.h), never unsupervised: the
+# init's parent is its keeper, and when the keeper dies the jail dies with it
+# (PR_SET_PDEATHSIG on each init).
 ctl jail run --name orphan --rootfs "$R" -- /bin/attack sleep 3600 >/dev/null
+ipid=$(python3 "$SRCDIR/tests/guest/rpc.py" "$SOCK" jail.inspect '{"name": "orphan"}' |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+kpid=$(awk '/^PPid:/ {print $2}' "/proc/$ipid/status")
 kill -KILL "$AGTD_PID"
 wait "$AGTD_PID" 2>/dev/null
 AGTD_PID=
 sleep 0.5
-is "no jail process outlives agtd" "$(jail_procs)" 0
+is "after agtd's death the jail's init is supervised by its keeper" \
+  "$(cat "/proc/$(awk '/^PPid:/ {print $2}' "/proc/$ipid/status")/comm" 2>/dev/null)" agt-keeper
 agtd_start
-like "the restarted agtd reports the jails as ended" "$(ctl jail ls)" "^orphan +shell +exited"
-for j in sib orphan; do ctl jail rm "$j" >/dev/null 2>&1; done
+like "the restarted agtd finds the jail running" "$(ctl jail ls)" "^orphan +shell +running"
+wait_gone() { for _ in $(seq 1 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done; return 1; }
+kill -KILL "$kpid"
+check "a jail whose keeper dies dies with it" wait_gone "$ipid"
+like "and the record says so" "$(ctl jail wait orphan)" "exit code 137"
+like "with the reason" "$(ctl jail inspect orphan)" "its keeper died"
+for j in sib orphan; do ctl jail rm "$j" --force >/dev/null; done
 kill "$ABS_PID" 2>/dev/null
 is "no mount is left" "$(leftovers)" 0
 is "no jail process is left" "$(jail_procs)" 0
