@@ -255,7 +255,15 @@ static void fill_instance(json_t *o, struct agt_lima_instance *in)
   {
     if (json_is_string(e))
       agt_strv_push(&ev, json_string_value(e));
-    else if (json_is_object(e) && json_object_size(e) > 0) {
+    else if (json_is_string(json_object_get(e, "Op")) &&
+             json_is_string(json_object_get(e, "Path")) &&
+             json_is_integer(json_object_get(e, "Err"))) {
+      /* a Go *fs.PathError, as Lima v2.2 marshals it (a directory without lima.yaml);
+       * limactl runs on this host, so its errno is this host's */
+      agt_strv_pushf(&ev, "%s %s: %s", json_string_value(json_object_get(e, "Op")),
+                     json_string_value(json_object_get(e, "Path")),
+                     strerror((int)json_integer_value(json_object_get(e, "Err"))));
+    } else if (json_is_object(e) && json_object_size(e) > 0) {
       cleanup_free char *s = json_dumps(e, JSON_COMPACT);
       agt_strv_push(&ev, s ? s : "?");
     }

@@ -104,6 +104,7 @@ like "it lists j2, running" "$OUT" "^j2 +shell +running "
 run agt jail ls --json
 is "agt jail ls --json is a JSON list of the jails" \
   "$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(" ".join(sorted(j["name"] for j in json.load(sys.stdin))))')" "j1 j2"
+[ "$RC" = 0 ] || echo "#   agt jail ls --json: exit $RC: $ERR"
 run agt jail inspect j1
 like "agt jail inspect shows the command" "$OUT" '"argv": \['
 run agt jail inspect nosuch

@@ -14,7 +14,8 @@ SRCDIR=${SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 [ "$(id -u)" = 0 ] || bail "these tests need root (to create and become the user that runs limactl)"
 [ "$(uname -s)" = Linux ] || bail "these tests need Linux"
 # the justfile's pin gives the default, as it does to ./dev
-LIMACTL=${AGT_LIMACTL:-/var/cache/agt/lima/$(sed -n 's/^lima_version := "\(.*\)"/\1/p' "$SRCDIR/justfile")/bin/limactl}
+LIMACTL_VERSION=$(sed -n 's/^lima_version := "\(.*\)"/\1/p' "$SRCDIR/justfile")
+LIMACTL=${AGT_LIMACTL:-/var/cache/agt/lima/$LIMACTL_VERSION/bin/limactl}
 [ -n "$LIMACTL" ] && [ -x "$LIMACTL" ] ||
   bail "no limactl at '$LIMACTL' (AGT_LIMACTL): ./dev deps builds Lima into /var/cache/agt/lima"
 for p in qemu-img runuser python3; do

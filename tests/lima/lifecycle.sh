@@ -11,6 +11,10 @@ lr_config "  image: $IMAGE" "  cpus: 2" "  memory: 2GiB" "  disk: 4GiB"
 VM=agt_agent_sandbox
 VMDIR=$T/lima/$VM
 
+run agt doctor
+like "agt doctor shows the real limactl's version, and the one agt is tested with" "$OUT" \
+  "^host +limactl +ok +$LIMACTL, version ${LIMACTL_VERSION#v} \(agt is tested with $LIMACTL_VERSION\)$"
+
 run agt config show
 like "limactl in PATH: the target is the Lima VM" "$OUT" "^target: lima:$VM +# default: limactl found"
 run agt status

@@ -31,6 +31,8 @@ is "restore from the working VM itself is refused" "$RC" 2
 like "saying why" "$ERR" "is the working VM itself"
 mkdir "$T/lima/broken" && chown "$LUSER:" "$T/lima/broken"
 is "(a directory without lima.yaml is a Broken VM to Lima)" "$(lima_field broken status)" Broken
+run agt --instance broken status
+like "agt status gives Lima's reason in words" "$OUT" "error: open $T/lima/broken/lima.yaml: No such file or directory"
 run agt restore broken
 is "restore from a Broken gold VM is refused" "$RC" 1
 like "saying what to do" "$ERR" "gold vm 'broken' is Broken: 'agt --instance broken stop --force' first"
