@@ -161,22 +161,53 @@ static const char *const proxy_env[] = {
     "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
 };
 
+/* Programs read one spelling of each proxy variable or the other (curl and Go the lower
+ * case first, others the upper): a request that sets one sets both, so that the one a
+ * program reads is never agtd's default while the user meant another value.  Returns a new
+ * reference to the request's variables with the pairs completed. */
+static json_t *env_pair_proxies(json_t *obj, agt_error_t *err)
+{
+  static const char *const pairs[][2] = {
+      {"NO_PROXY", "no_proxy"}, {"HTTP_PROXY", "http_proxy"}, {"HTTPS_PROXY", "https_proxy"}};
+  json_t *out = json_copy(obj);
+
+  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+    json_t *a = json_object_get(obj, pairs[i][0]), *b = json_object_get(obj, pairs[i][1]);
+    if (a && b && !json_equal(a, b)) {
+      json_decref(out);
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "'env' sets %s and %s to different values: set one (agtd gives the "
+                            "other the same value)",
+                            pairs[i][0], pairs[i][1]),
+             NULL;
+    }
+    if (a && !b)
+      json_object_set(out, pairs[i][1], a);
+    else if (b && !a)
+      json_object_set(out, pairs[i][0], b);
+  }
+  return out;
+}
+
 /* The default environment (and, for network mode allow, the proxy variables) with the
  * request's variables laid over it. */
-static char **env_build(json_t *obj, int proxy, agt_error_t *err)
+static char **env_build(json_t *req, int proxy, agt_error_t *err)
 {
   size_t nd = sizeof default_env / sizeof default_env[0];
   size_t np = proxy ? sizeof proxy_env / sizeof proxy_env[0] : 0;
-  size_t n = 0, cap = nd + np + json_object_size(obj) + 1;
+  size_t n = 0, cap;
   cleanup_strv char **v = NULL;
+  json_t *obj = NULL, *val;
   const char *k;
-  json_t *val;
 
-  if (obj && !json_is_object(obj))
+  if (req && !json_is_object(req))
     return agt_error_kind(err, AGT_E_INVALID, "'env' must be an object of strings"), NULL;
-  if (json_object_size(obj) > AGT_JAIL_ENV_MAX)
+  if (json_object_size(req) > AGT_JAIL_ENV_MAX)
     return agt_error_kind(err, AGT_E_LIMIT, "'env' has more than %d entries", AGT_JAIL_ENV_MAX),
            NULL;
+  if (req && (obj = env_pair_proxies(req, err)) == NULL)
+    return NULL;
+  cap = nd + np + json_object_size(obj) + 1;
   v = xzalloc(cap * sizeof *v);
   for (size_t i = 0; i < nd; i++) {
     size_t klen = strcspn(default_env[i], "=");
@@ -196,14 +227,20 @@ static char **env_build(json_t *obj, int proxy, agt_error_t *err)
   }
   json_object_foreach(obj, k, val)
   {
-    if (!env_name_ok(k) || strlen(k) > 256)
-      return agt_error_kind(err, AGT_E_INVALID, "'env' key '%.64s' is not a variable name", k),
-             NULL;
+    if (!env_name_ok(k) || strlen(k) > 256) {
+      agt_error_kind(err, AGT_E_INVALID, "'env' key '%.64s' is not a variable name", k);
+      json_decref(obj);
+      return NULL;
+    }
     if (!json_is_string(val) || json_string_length(val) > AGT_JAIL_STR_MAX ||
-        strlen(json_string_value(val)) != json_string_length(val))
-      return agt_error_kind(err, AGT_E_INVALID, "'env.%s' must be a string without NUL", k), NULL;
+        strlen(json_string_value(val)) != json_string_length(val)) {
+      agt_error_kind(err, AGT_E_INVALID, "'env.%s' must be a string without NUL", k);
+      json_decref(obj);
+      return NULL;
+    }
     v[n++] = xasprintf("%s=%s", k, json_string_value(val));
   }
+  json_decref(obj);
   return steal_pointer(&v);
 }
 
@@ -432,8 +469,8 @@ static int parse_size(json_t *params, agt_jail_t *j, agt_error_t *err)
 static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t **out,
                        agt_error_t *err)
 {
-  static const char *const known[] = {"name",   "agent",   "rootfs", "workspace", "argv", "env",
-                                      "limits", "network", "tty",    "size",      NULL};
+  static const char *const known[] = {"name", "agent",  "rootfs",  "workspace", "argv", "args",
+                                      "env",  "limits", "network", "tty",       "size", NULL};
   const char *name = NULL, *agent = "shell", *rootfs = "default", *ws = NULL;
   json_t *info = NULL;
   agt_jail_t *j = NULL;
@@ -472,12 +509,18 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
 
   if (agt_param_bool(params, "tty", &j->tty, err) < 0 || parse_size(params, j, err) < 0)
     goto fail;
+  if (json_object_get(params, "argv") && json_object_get(params, "args")) {
+    agt_error_kind(err, AGT_E_INVALID,
+                   "give 'argv' (the whole command) or 'args' (added to the agent's), not both");
+    goto fail;
+  }
   if (json_object_get(params, "argv")) {
     j->argv = strv_from_json(json_object_get(params, "argv"), "argv", AGT_JAIL_ARGV_MAX, err);
     if (j->argv == NULL)
       goto fail;
   } else {
-    size_t i, n;
+    size_t i, n, nargs = 0;
+    cleanup_strv char **args = NULL;
     for (i = 0; i < sizeof profiles / sizeof profiles[0]; i++)
       if (strcmp(profiles[i].agent, agent) == 0)
         break;
@@ -485,12 +528,21 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
       agt_error_kind(err, AGT_E_INVALID, "agent '%s' has no default command: give 'argv'", agent);
       goto fail;
     }
+    if (json_object_get(params, "args")) { /* appended to the profile's command */
+      args = strv_from_json(json_object_get(params, "args"), "args", AGT_JAIL_ARGV_MAX - 8, err);
+      if (args == NULL)
+        goto fail;
+      while (args[nargs])
+        nargs++;
+    }
     const char *const *pargv = j->tty ? profiles[i].tty_argv : profiles[i].argv;
     for (n = 0; pargv[n]; n++)
       ;
-    j->argv = xzalloc((n + 1) * sizeof *j->argv);
+    j->argv = xzalloc((n + nargs + 1) * sizeof *j->argv);
     for (size_t m = 0; m < n; m++)
       j->argv[m] = xstrdup(pargv[m]);
+    for (size_t m = 0; m < nargs; m++)
+      j->argv[n + m] = xstrdup(args[m]);
   }
   if (agt_net_policy_from_json(json_object_get(params, "network"), &j->net, err) < 0)
     goto fail;

@@ -1,6 +1,7 @@
 /* hello and daemon.status */
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agt_version.h"
 #include "jail.h"
@@ -39,6 +40,13 @@ int agt_req_daemon_status(agt_req_t *req, json_t **result, agt_error_t *err)
                       json_pack("{s:b, s:I, s:I, s:s?}", "enabled", d->warm.enabled, "ready",
                                 (json_int_t)agt_warm_ready(d), "target", (json_int_t)d->warm.target,
                                 "rootfs", d->warm.rootfs_id));
+  /* Its pid: agt down stops the agtd it started on target local with SIGTERM. */
+  json_object_set_new(*result, "pid", json_integer((json_int_t)getpid()));
+  /* Where workspaces may be (agt checks a project directory against them before a run). */
+  json_t *roots = json_array();
+  for (size_t i = 0; i < d->cfg.nworkspace_roots; i++)
+    json_array_append_new(roots, json_string(d->cfg.workspace_roots[i]));
+  json_object_set_new(*result, "workspace_roots", roots);
   /* Whether starts run SCHED_FIFO (start_prio.h). */
   json_object_set_new(*result, "realtime_starts", json_boolean(d->prio.enabled));
   /* Where the jails' writable layers are and whether each has a disk limit. */
