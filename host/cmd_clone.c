@@ -40,6 +40,8 @@ int cmd_clone(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     return -1;
   if (argc - i != 1)
     return agt_error_kind(err, AGT_E_INVALID, "usage: %s", help.usage);
+  if (agt_need_lima(c, "clone", err) < 0)
+    return -1;
   dst = argv[i];
   if (agt_lima_name_check(dst, err) < 0)
     return -1;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agt.h"
+#include "agt_paths.h"
 #include "base64.h"
 #include "cleanup.h"
 #include "envfile.h"
@@ -125,6 +126,8 @@ static int follow_log(struct agt_ctx *c, const char *name, uint64_t offset, int 
   }
 }
 
+static size_t net_refused(struct agt_ctx *c, const char *name, char *first, size_t n);
+
 /* Connect this terminal (or stdout) to a running jail until it exits (*code) or the user
  * detaches (*code -1).  -2: agtd refused to attach (the error says why). */
 static int attach_jail(struct agt_ctx *c, const char *name, int read_only,
@@ -135,18 +138,34 @@ static int attach_jail(struct agt_ctx *c, const char *name, int read_only,
   json_t *res;
   int writer;
 
+  char first[512];
+  size_t refused = 0;
+
   *code = -1;
+  if (isatty(2) && !c->quiet) /* before the attach: then the connection is the stream's */
+    refused = net_refused(c, name, first, sizeof first);
   if (call(c, "jail.attach", json_pack("{s:s, s:b}", "name", name, "write", !read_only), &res,
            err) < 0)
     return -2;
   writer = json_is_true(json_object_get(res, "writer"));
   json_decref(res);
-  if (isatty(2) && !c->quiet)
-    fprintf(stderr, "[attached to %s%s; detach with %s]\r\n", name, writer ? "" : ", read-only",
-            keys_spec);
+  if (isatty(2) && !c->quiet) {
+    cleanup_free char *why =
+        refused ? xasprintf("; its proxy refused %zu connection%s (agt jail net %s)", refused,
+                            refused == 1 ? "" : "s", name)
+                : xstrdup("");
+    if (isatty(0))
+      fprintf(stderr, "[attached to %s%s; detach with %s%s]\r\n", name, writer ? "" : ", read-only",
+              keys_spec, why);
+    else /* the keys come from a pipe or a file, not a person: no keys to offer */
+      fprintf(stderr, "[attached to %s%s; stdin is not a terminal: ctrl-c or SIGTERM detaches%s]\n",
+              name, writer ? "" : ", read-only", why);
+  }
   memset(&s, 0, sizeof s);
   s.rpc = &c->target.rpc;
   s.interactive = writer;
+  s.watch_keys = !writer && isatty(0); /* read-only: the detach keys work, nothing is sent */
+  s.attach = 1;
   s.keys = keys;
   if (agt_stream_run(&s, err) < 0)
     return stream_failed(c, &s, err);
@@ -195,7 +214,7 @@ static const struct agt_opt run_opts[] = {
      "network: none, allow (through agtd's proxy) or open (agents.AGENT.net)"},
     {OPT_ALLOW, "allow", "HOST[:PORT]",
      "let the jail reach HOST, or *.SUFFIX (repeatable; added to agents.AGENT.allow)"},
-    {OPT_DETACH_KEYS, "detach-keys", "KEYS", "keys that detach (jail.detach_keys: ctrl-p,ctrl-q)"},
+    {OPT_DETACH_KEYS, "detach-keys", "KEYS", "keys that detach (jail.detach_keys: ctrl-],ctrl-])"},
     {'r', "rootfs", "REF", "rootfs id, id prefix or manifest name (jail.rootfs: default)"},
     {'w', "workspace", "DIR",
      "bound at /work (the current directory inside a writable mount; else a new one)"},
@@ -234,6 +253,7 @@ struct run_opts {
   json_t *params, *limits, *env, *allow;
   const char *workspace, *net, *keys;
   int json, detach, tty;
+  char *shown; /* the workspace on this machine, for the run's first line */
 };
 
 /* memory, pids and cpu may be "unlimited" (0 is refused); the others are numbers. */
@@ -382,70 +402,164 @@ static void network_params(struct run_opts *o, const char *agent)
   json_decref(net);
 }
 
-/* The guest path of a host directory the VM mounts (NULL when it mounts none holding it);
- * *writable says whether that mount is writable. */
-static char *guest_path(const struct agt_config *cfg, const char *host, int *writable)
+/* The mount (vm.mounts) holding a host directory, the last one given winning; NULL when the
+ * VM mounts none holding it. */
+static const struct agt_cfg_mount *mount_of(const struct agt_config *cfg, const char *host)
 {
-  for (size_t i = cfg->nmounts; i-- > 0;) {
-    const struct agt_cfg_mount *m = &cfg->mounts[i];
-    if (agt_path_under(host, m->location)) {
-      *writable = m->writable;
-      if (m->mount_point == NULL)
-        return xstrdup(host);
-      return xasprintf("%s%s", m->mount_point, host + strlen(m->location));
-    }
-  }
+  for (size_t i = cfg->nmounts; i-- > 0;)
+    if (agt_path_under(host, cfg->mounts[i].location))
+      return &cfg->mounts[i];
   return NULL;
 }
 
-static int mount_root(const struct agt_config *cfg, const char *host)
+/* A host directory's path as the VM sees it, through its mount. */
+static char *guest_path(const struct agt_cfg_mount *m, const char *host)
 {
-  for (size_t i = 0; i < cfg->nmounts; i++)
-    if (strcmp(cfg->mounts[i].location, host) == 0)
-      return 1;
-  return 0;
+  if (m->mount_point == NULL)
+    return xstrdup(host);
+  return xasprintf("%s%s", m->mount_point, host + strlen(m->location));
 }
 
+/* The config lines that make a directory visible to agtd: a writable mount of its parent
+ * (a mount itself is a workspace root, and a root is not a workspace). */
+static char *mount_advice(const char *dir)
+{
+  cleanup_free char *parent = xstrdup(dir);
+  char *slash = strrchr(parent, '/');
+
+  if (slash && slash != parent)
+    *slash = '\0';
+  else
+    strcpy(parent, "/");
+  return xasprintf("in agt's config (~/.config/agt/config.yaml; 'agt config show' names the "
+                   "files it read):\n"
+                   "    vm:\n"
+                   "      mounts:\n"
+                   "        - location: %s\n"
+                   "          writable: true\n",
+                   parent);
+}
+
+/* agtd's workspace roots on target local (daemon.status); NULL from an agtd that does not
+ * say. */
+static json_t *local_roots(struct agt_ctx *c, agt_error_t *err)
+{
+  json_t *res, *roots;
+
+  if (agt_target_call(&c->target, "daemon.status", NULL, &res, err) < 0)
+    return NULL;
+  roots = json_incref(json_object_get(res, "workspace_roots"));
+  json_decref(res);
+  return roots ? roots : json_null();
+}
+
+/* Target local: dir must lie below one of agtd's roots, and not be one.  `what` names it in
+ * errors ("the current directory", "--workspace"). */
+static int local_visible(struct agt_ctx *c, const char *what, const char *dir, agt_error_t *err)
+{
+  json_t *roots = local_roots(c, err), *r;
+  cleanup_free char *list = xstrdup(""), *advice = NULL;
+  size_t i;
+
+  if (roots == NULL)
+    return -1;
+  if (!json_is_array(roots)) { /* an agtd that does not list them: it judges for itself */
+    json_decref(roots);
+    return 0;
+  }
+  json_array_foreach(roots, i, r)
+  {
+    const char *root = json_string_value(r);
+    char *more;
+    if (root == NULL)
+      continue;
+    if (strcmp(dir, root) == 0) {
+      agt_error_kind(err, AGT_E_INVALID,
+                     "%s '%s' is one of agtd's workspace roots, which hold many projects: run "
+                     "from a project directory inside it, or give --workspace DIR",
+                     what, dir);
+      json_decref(roots);
+      return -1;
+    }
+    if (agt_path_under(dir, root)) {
+      json_decref(roots);
+      return 0;
+    }
+    more = xasprintf("%s%s%s", list, *list ? ", " : "", root);
+    free(list);
+    list = more;
+  }
+  json_decref(roots);
+  advice = mount_advice(dir);
+  return agt_error_kind(err, AGT_E_INVALID,
+                        "%s '%s' is not where agtd can see it (target local: agtd takes "
+                        "workspaces under %s), so the agent would get an empty /work. To "
+                        "work on it, add %sthen restart agtd ('agt down && agt up'); or run "
+                        "from a directory under those, or give --workspace DIR",
+                        what, dir, list, advice);
+}
+
+/* The workspace: --workspace, else the current directory wherever agtd can see it (target
+ * local: under agtd's roots; Lima: in a writable mount).  Where it cannot, agt refuses and
+ * says which config lines fix it, rather than run the agent on an empty directory.
+ * o->shown: the host directory, for the run's first line. */
 static int pick_workspace(struct run_opts *o, agt_error_t *err)
 {
   struct agt_ctx *c = o->c;
-  cleanup_free char *real = NULL, *guest = NULL;
+  const struct agt_cfg_mount *m;
+  cleanup_free char *real = NULL, *guest = NULL, *advice = NULL, *where = NULL;
+  const char *what = o->workspace ? "--workspace" : "the current directory";
   char cwd[4096];
-  int writable = 0;
 
-  if (o->workspace == NULL) {
-    if (c->target.kind != AGT_TARGET_LIMA || getcwd(cwd, sizeof cwd) == NULL)
-      return 0;
-    guest = guest_path(&c->cfg, cwd, &writable);
-    /* agtd takes workspaces below its roots (the mounts), not a root itself */
-    if (guest && writable && !mount_root(&c->cfg, cwd))
-      json_object_set_new(o->params, "workspace", json_string(guest));
-    return 0;
-  }
   if (c->target.kind == AGT_TARGET_SSH) {
+    if (o->workspace == NULL)
+      return 0; /* the host cannot see this machine's files: agtd makes one */
     if (o->workspace[0] != '/')
       return agt_error_kind(err, AGT_E_INVALID,
                             "--workspace '%s': give the absolute path on the target host",
                             o->workspace);
     json_object_set_new(o->params, "workspace", json_string(o->workspace));
+    o->shown = xstrdup(o->workspace);
     return 0;
   }
-  real = realpath(o->workspace, NULL);
+  if (o->workspace == NULL && getcwd(cwd, sizeof cwd) == NULL)
+    return agt_error_make(err, errno, "the current directory");
+  real = realpath(o->workspace ? o->workspace : cwd, NULL);
   if (real == NULL)
-    return agt_error_make(err, errno, "workspace '%s'", o->workspace);
+    return agt_error_make(err, errno, "%s '%s'", what, o->workspace ? o->workspace : cwd);
   if (c->target.kind == AGT_TARGET_LOCAL) {
+    if (local_visible(c, what, real, err) < 0)
+      return -1;
     json_object_set_new(o->params, "workspace", json_string(real));
+    o->shown = steal_pointer(&real);
     return 0;
   }
-  guest = guest_path(&c->cfg, real, &writable);
-  if (guest == NULL)
+  m = mount_of(&c->cfg, real);
+  if (m == NULL) {
+    advice = mount_advice(real);
     return agt_error_kind(err, AGT_E_INVALID,
-                          "workspace '%s' is not in a directory the VM mounts: add it to "
-                          "vm.mounts in the config (then 'agt delete' and 'agt up')",
-                          real);
-  if (!writable)
-    agt_note(c, "note: the VM mounts '%s' read-only", real);
+                          "%s '%s' is not in a directory the VM mounts, so the agent would get "
+                          "an empty /work. To work on it, add %sthen 'agt delete && agt up' "
+                          "(a VM takes its mounts when it is created); or run from a directory "
+                          "inside a mount, or give --workspace DIR",
+                          what, real, advice);
+  }
+  where = agt_cfg_origin_str(&m->origin);
+  if (strcmp(real, m->location) == 0)
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "%s '%s' is a mount itself (vm.mounts, %s), which agtd takes as a "
+                          "root holding projects, not as one: run from a project directory "
+                          "inside it, or give --workspace DIR",
+                          what, real, where);
+  if (!m->writable)
+    return agt_error_kind(
+        err, AGT_E_INVALID,
+        "%s '%s' is in a mount the VM has read-only (%s in vm.mounts): set 'writable: "
+        "true' there, then 'agt delete && agt up'",
+        what, real, where);
+  guest = guest_path(m, real);
   json_object_set_new(o->params, "workspace", json_string(guest));
+  o->shown = steal_pointer(&real);
   return 0;
 }
 
@@ -494,14 +608,140 @@ static int from_config(struct run_opts *o, agt_error_t *err)
   return 0;
 }
 
+/* What builds a missing rootfs: the default one from the manifest agt knows (the source
+ * tree's when agt runs from it, else the installed copy), as agtd can read it. */
+static char *rootfs_advice(struct agt_ctx *c, const char *ref)
+{
+  cleanup_free char *src = xasprintf("%s/rootfs/default.yaml", AGT_SOURCE_ROOT);
+  const char *manifest = src;
+
+  if (strcmp(ref, "default") != 0)
+    return xasprintf("build it from its manifest ('agt rootfs build MANIFEST'), or pick one "
+                     "that exists ('agt rootfs ls', --rootfs REF, jail.rootfs)");
+  if (c->target.kind == AGT_TARGET_LIMA)
+    return xstrdup("build it: 'agt rootfs build /opt/agt/src/rootfs/default.yaml' (the VM's "
+                   "copy of agt's source), or 'agt verify', which builds it");
+  if (access(src, R_OK) != 0)
+    manifest = AGT_DATADIR "/rootfs/default.yaml";
+  return xasprintf("build it: 'agt rootfs build %s'%s", manifest,
+                   c->target.kind == AGT_TARGET_SSH ? " (on the target host: its copy of that file)"
+                                                    : "");
+}
+
+/* The agents agtd has a profile for (guest/jail.c); jail.agent's choices too. */
+static const char *const agents[] = {"shell", "opencode"};
+
+static int agent_check(const char *agent, agt_error_t *err)
+{
+  for (size_t i = 0; i < sizeof agents / sizeof agents[0]; i++)
+    if (strcmp(agents[i], agent) == 0)
+      return 0;
+  return agt_error_kind(err, AGT_E_INVALID,
+                        "unknown agent '%s' (shell, opencode); to run a command instead, put it "
+                        "after '--': agt jail run -- %s ...",
+                        agent, agent);
+}
+
+/* The run's first lines, before anything else of the jail: where the agent works and what
+ * it may reach. */
+static void say_policy(struct run_opts *o, const char *agent, json_t *res)
+{
+  struct agt_ctx *c = o->c;
+  json_t *net = json_object_get(o->params, "network"), *allow = json_object_get(net, "allow"), *h;
+  const char *mode = json_string_value(json_object_get(net, "mode"));
+  const char *name = str(res, "name");
+  size_t i;
+
+  if (c->quiet)
+    return;
+  if (o->shown)
+    fprintf(stderr, "agt: jail %s: workspace %s (at /work)\n", name, o->shown);
+  else
+    fprintf(stderr, "agt: jail %s: workspace %s (at /work), a new directory agtd made%s\n", name,
+            str(res, "workspace"),
+            c->target.kind == AGT_TARGET_SSH ? " (the target host cannot see this machine's files)"
+                                             : "");
+  mode = mode ? mode : "allow"; /* agtd's default */
+  if (strcmp(mode, "none") == 0) {
+    fprintf(stderr, "agt: network: none (loopback only)\n");
+    return;
+  }
+  if (strcmp(mode, "open") == 0) {
+    fprintf(stderr, "agt: network: open (the VM's own network, no proxy)\n");
+    return;
+  }
+  if (json_array_size(allow) == 0) {
+    fprintf(stderr,
+            "agt: network: allow, but no host is allowed (agents.%s.allow is empty; "
+            "--allow HOST[:PORT] adds one)\n",
+            agent);
+    return;
+  }
+  fprintf(stderr, "agt: network: allow, through agtd's proxy, to ");
+  json_array_foreach(allow, i, h) fprintf(stderr, "%s%s", i ? ", " : "", json_string_value(h));
+  fprintf(stderr, " (agents.%s.allow, --allow; 'agt jail net %s' shows what it refused)\n", agent,
+          name);
+}
+
+/* Connections the jail's proxy refused so far: how many, and the first one's host and
+ * reason (into first). */
+static size_t net_refused(struct agt_ctx *c, const char *name, char *first, size_t n)
+{
+  uint64_t offset = 0;
+  size_t count = 0;
+
+  first[0] = '\0';
+  for (int page = 0; page < 64; page++) {
+    json_t *res, *e;
+    size_t k;
+    uint64_t next, end;
+    agt_error_t er = NULL;
+
+    if (call(c, "jail.net", json_pack("{s:s, s:I}", "name", name, "offset", (json_int_t)offset),
+             &res, &er) < 0) {
+      agt_error_release(&er);
+      return count;
+    }
+    json_array_foreach(json_object_get(res, "entries"), k, e)
+    {
+      if (strcmp(str(e, "decision"), "blocked") != 0)
+        continue;
+      if (count++ == 0)
+        snprintf(first, n, "%s:%lld (%s)", str(e, "host"),
+                 (long long)json_integer_value(json_object_get(e, "port")), str(e, "reason"));
+    }
+    next = (uint64_t)json_integer_value(json_object_get(res, "next"));
+    end = (uint64_t)json_integer_value(json_object_get(res, "end"));
+    json_decref(res);
+    if (next >= end || next == offset)
+      break;
+    offset = next;
+  }
+  return count;
+}
+
+/* Said where the user looks once the jail's terminal is left: what its proxy refused. */
+static void say_refused(struct agt_ctx *c, const char *name)
+{
+  char first[512];
+  size_t n = net_refused(c, name, first, sizeof first);
+
+  if (n)
+    fprintf(stderr,
+            "agt: jail %s: its network proxy refused %zu connection%s, the first to %s: 'agt jail "
+            "net %s' lists them; --allow HOST[:PORT] or agents.AGENT.allow lets one through\n",
+            name, n, n == 1 ? "" : "s", first, name);
+}
+
 static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, agt_error_t *err)
 {
   struct run_opts o = {
-      c, json_object(), json_object(), json_object(), json_array(), NULL, NULL, NULL, 0, 0, -1};
+      c,  json_object(), json_object(), json_object(), json_array(), NULL, NULL, NULL, 0, 0,
+      -1, NULL};
   const char *agent = agt_config_get(&c->cfg, AGT_CFG_JAIL_AGENT);
   struct agt_detach_keys keys;
   json_t *res = NULL;
-  int i, r = -1, interactive, tty;
+  int i, r = -1, interactive, tty, named = 0;
 
   if (from_config(&o, err) < 0)
     goto out;
@@ -512,8 +752,13 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
   }
   if (i < 0)
     goto out;
+  /* AGENT [--] [ARGS...]: ARGS go after the agent's own command; -- COMMAND...: the command
+   * replaces it */
   if (i < argc && strcmp(argv[i - 1], "--") != 0) {
     agent = argv[i++];
+    named = 1;
+    if (agent_check(agent, err) < 0)
+      goto out;
     if (i < argc && strcmp(argv[i], "--") == 0)
       i++;
   }
@@ -529,7 +774,7 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
     json_t *a = json_array();
     for (; i < argc; i++)
       json_array_append_new(a, json_string(argv[i]));
-    json_object_set_new(o.params, "argv", a);
+    json_object_set_new(o.params, named ? "args" : "argv", a);
   }
   if (json_object_size(o.limits))
     json_object_set(o.params, "limits", o.limits);
@@ -554,11 +799,22 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
   if (pick_workspace(&o, err) < 0)
     goto out;
   if (call(c, create ? "jail.create" : "jail.run", json_incref(o.params), &res, err) < 0) {
+    if ((*err)->kind == AGT_E_NOTFOUND && strstr((*err)->msg, "no rootfs '")) {
+      cleanup_free char *how = rootfs_advice(c, str(o.params, "rootfs"));
+      char *msg = xasprintf("%s: %s", (*err)->msg, how);
+      free((*err)->msg);
+      (*err)->msg = msg;
+    }
     agt_error_wrap(err, "jail '%s'", str(o.params, "name"));
     goto out;
   }
+  say_policy(&o, agent, res);
   if (!create && !o.detach && !o.json) {
     r = watch_jail(c, str(res, "name"), 0, interactive && tty, &keys, o.keys, err);
+    if (r == 0) {
+      agt_target_disconnect(&c->target); /* the stream used that connection up */
+      say_refused(c, str(res, "name"));
+    }
     goto out;
   }
   if (o.json) {
@@ -574,6 +830,7 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
   }
   r = 0;
 out:
+  free(o.shown);
   json_decref(res);
   json_decref(o.params);
   json_decref(o.limits);
@@ -729,7 +986,7 @@ static int jail_logs(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 
 static const struct agt_opt start_opts[] = {
     {'a', "attach", NULL, "attach to the jail once it runs (as 'agt jail run' does)"},
-    {OPT_DETACH_KEYS, "detach-keys", "KEYS", "keys that detach (jail.detach_keys: ctrl-p,ctrl-q)"},
+    {OPT_DETACH_KEYS, "detach-keys", "KEYS", "keys that detach (jail.detach_keys: ctrl-],ctrl-])"},
     AGT_OPT_JSON_ENTRY,
     {0, NULL, NULL, NULL},
 };
@@ -802,7 +1059,7 @@ static int jail_start(struct agt_ctx *c, int argc, char **argv, agt_error_t *err
 
 static const struct agt_opt attach_opts[] = {
     {'r', "read-only", NULL, "watch without typing into the jail's terminal"},
-    {OPT_DETACH_KEYS, "detach-keys", "KEYS", "keys that detach (jail.detach_keys: ctrl-p,ctrl-q)"},
+    {OPT_DETACH_KEYS, "detach-keys", "KEYS", "keys that detach (jail.detach_keys: ctrl-],ctrl-])"},
     {0, NULL, NULL, NULL},
 };
 

@@ -40,6 +40,8 @@ int cmd_reset(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     return -1;
   if (i < argc)
     return agt_error_kind(err, AGT_E_INVALID, "agt reset takes no operands");
+  if (agt_need_lima(c, "reset", err) < 0)
+    return -1;
   if (agt_vm_state(c, &in, &found, err) < 0)
     return -1;
   if (!found)

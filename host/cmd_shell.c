@@ -74,5 +74,7 @@ int cmd_shell(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     break;
   }
   return agt_error_kind(err, AGT_E_INVALID,
-                        "target 'local' is this machine: there is no VM to open a shell in");
+                        "target 'local' is this machine, with no VM to open a shell in: your "
+                        "own shell is the machine's; a shell in a jail is 'agt jail run' (a new "
+                        "one) or 'agt jail exec NAME -- sh' (a running one)");
 }

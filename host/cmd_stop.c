@@ -1,15 +1,40 @@
-/* agt stop: stop the VM.  A stopped VM is left alone (limactl would fail); a Broken one is
- * stopped by force, as Lima's docs advise. */
+/* agt stop, agt down: stop the VM.  A stopped VM is left alone (limactl would fail); a
+ * Broken one is stopped by force, as Lima's docs advise.  Target local: stop agtd. */
 #include <stdio.h>
 
 #include "agt.h"
+#include "agtd_local.h"
 
 static const struct agt_opt opts[] = {
     {'f', "force", NULL, "kill the VM at once instead of shutting it down"},
     {0, NULL, NULL, NULL},
 };
 
-static const struct agt_cmd_help help = {"agt stop [--force]", "Stop the VM.", opts};
+static const struct agt_cmd_help help = {
+    "agt stop [--force]  (or agt down)",
+    "Stop the VM (target local: stop agtd on this machine; its running jails go on under their "
+    "keepers, and the next 'agt up' finds them again).",
+    opts};
+
+/* Target local: agtd exits on SIGTERM; its jails go on under their keepers. */
+static int stop_local(struct agt_ctx *c, agt_error_t *err)
+{
+  long pid, running;
+
+  if (agt_local_agtd_stop(c, 30, &pid, &running, err) < 0)
+    return agt_error_wrap(err, "target local");
+  if (pid == 0)
+    printf("agtd is not running (nothing answers at %s)\n",
+           agt_config_get(&c->cfg, AGT_CFG_AGTD_SOCKET));
+  else if (running == 0)
+    printf("agtd (pid %ld) stopped; 'agt up' starts it again\n", pid);
+  else
+    printf("agtd (pid %ld) stopped; its %ld running jail%s go%s on under %s keeper%s, and 'agt "
+           "up' finds them again ('agt jail stop NAME...' before 'agt down' stops them)\n",
+           pid, running, running == 1 ? "" : "s", running == 1 ? "es" : "",
+           running == 1 ? "its" : "their", running == 1 ? "" : "s");
+  return 0;
+}
 
 static int stop_opt(void *ctx, int key, const char *arg, agt_error_t *err)
 {
@@ -33,6 +58,10 @@ int cmd_stop(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     return -1;
   if (i < argc)
     return agt_error_kind(err, AGT_E_INVALID, "agt stop takes no operands");
+  if (c->target.kind == AGT_TARGET_LOCAL)
+    return stop_local(c, err);
+  if (agt_need_lima(c, "stop", err) < 0)
+    return -1;
   if (agt_vm_state(c, &in, &found, err) < 0)
     return -1;
   if (!found)

@@ -15,6 +15,7 @@
 
 #include "agt.h"
 #include "agt_paths.h"
+#include "agtd_local.h"
 #include "cleanup.h"
 #include "subprocess.h"
 #include "util.h"
@@ -260,7 +261,7 @@ static const char *env_or(const char *name, const char *def)
 static int start_local_agtd(struct agt_ctx *c, agt_error_t *err)
 {
   const char *sock = agt_config_get(&c->cfg, AGT_CFG_AGTD_SOCKET);
-  const char *state = env_or("AGT_AGTD_STATE", "/var/lib/agt");
+  const char *state = agt_local_state_dir();
   const char *log = env_or("AGT_AGTD_LOG", "/var/log/agt/agtd.log");
   const char *cgroup = env_or("AGT_AGTD_CGROUP", "agt");
   cleanup_free char *agtd = local_agtd(), *logdir = xstrdup(log);
@@ -330,7 +331,8 @@ static int start_local_agtd(struct agt_ctx *c, agt_error_t *err)
     agt_error_t e = NULL;
     struct timespec ts = {0, 50 * 1000 * 1000};
     if (agt_target_connect(&c->target, &e) == 0) {
-      agt_note(c, "agtd started (pid %ld)", (long)pid);
+      /* a result, not progress: --quiet keeps it */
+      printf("agtd started (pid %ld); 'agt down' stops it\n", (long)pid);
       return 0;
     }
     agt_error_release(&e);

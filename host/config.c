@@ -29,7 +29,7 @@ enum cfg_type {
   T_DURATION,
   T_ENUM, /* one of `choices` */
   T_TARGET,
-  T_KEYS, /* detach keys: ctrl-p,ctrl-q */
+  T_KEYS, /* detach keys: ctrl-],ctrl-] */
 };
 
 struct key_desc {
@@ -193,6 +193,22 @@ static int check_value(enum agt_cfg_key k, const char *v, agt_error_t *err)
   return 0;
 }
 
+static struct agt_cfg_agent *agent_get(struct agt_config *c, const char *name);
+
+/* What each agent needs to work at all, allowed unless the config removes it ("!HOST"
+ * entries in agents.NAME.allow, or net: none).  opencode: its own provider (OpenCode Zen,
+ * the model it uses when none is configured, at opencode.ai/zen), its model catalogue
+ * (models.opencode.ai, fetched at start) and the npm registry (provider SDKs and its plugin
+ * package are installed at first use).  Providers the user configures in opencode are the
+ * user's to add. */
+static const struct {
+  const char *agent, *host, *why;
+} default_allow[] = {
+    {"opencode", "opencode.ai:443", "opencode's own provider (Zen)"},
+    {"opencode", "models.opencode.ai:443", "opencode's model catalogue"},
+    {"opencode", "registry.npmjs.org:443", "the npm packages opencode installs"},
+};
+
 static void set_text(struct agt_cfg_value *val, char *text, const struct agt_cfg_origin *o)
 {
   free(val->text);
@@ -255,6 +271,13 @@ void agt_config_init(struct agt_config *c)
   set_text(&c->v[AGT_CFG_JAIL_AGENT], xstrdup("shell"), &def);
   set_text(&c->v[AGT_CFG_JAIL_ROOTFS], xstrdup("default"), &def);
   set_text(&c->v[AGT_CFG_JAIL_DETACH_KEYS], xstrdup(AGT_DETACH_KEYS_DEFAULT), &def);
+  for (size_t i = 0; i < sizeof default_allow / sizeof default_allow[0]; i++) {
+    struct agt_cfg_agent *a = agent_get(c, default_allow[i].agent);
+    a->allow = xrealloc(a->allow, (a->nallow + 1) * sizeof *a->allow);
+    a->allow[a->nallow].text = xstrdup(default_allow[i].host);
+    a->allow[a->nallow].origin = def;
+    a->allow[a->nallow++].origin.what = default_allow[i].why;
+  }
 }
 
 void agt_config_release(struct agt_config *c)
@@ -466,6 +489,31 @@ static int allow_ok(const char *v)
   return 1;
 }
 
+static int allow_has(const struct agt_cfg_agent *a, const char *host)
+{
+  for (size_t i = 0; i < a->nallow; i++)
+    if (strcmp(a->allow[i].text, host) == 0)
+      return 1;
+  return 0;
+}
+
+/* Remove every entry equal to host; returns how many. */
+static size_t allow_remove(struct agt_cfg_agent *a, const char *host)
+{
+  size_t k = 0, removed = 0;
+
+  for (size_t i = 0; i < a->nallow; i++) {
+    if (strcmp(a->allow[i].text, host) == 0) {
+      free(a->allow[i].text);
+      removed++;
+      continue;
+    }
+    a->allow[k++] = a->allow[i];
+  }
+  a->nallow = k;
+  return removed;
+}
+
 static struct agt_cfg_agent *agent_get(struct agt_config *c, const char *name)
 {
   struct agt_cfg_agent *a;
@@ -509,11 +557,21 @@ static int load_agent(struct loader *l, const char *name, yaml_node_t *map, agt_
            it++) {
         yaml_node_t *item = agt_yaml_node(l->y, *it);
         const char *v = agt_yaml_scalar(item);
+        if (v && v[0] == '!') { /* removes what came before: a default, the user's */
+          if (allow_remove(a, v + 1) == 0)
+            return agt_yaml_error(l->y, item, err,
+                                  "'%s.%s.allow' entry '%s' removes nothing: '%s' is not in the "
+                                  "list before it ('agt config show' lists it)",
+                                  KEY_AGENTS, name, v, v + 1);
+          continue;
+        }
         if (v == NULL || !allow_ok(v))
           return agt_yaml_error(l->y, item, err,
                                 "'%s.%s.allow' entry '%s' is not HOST[:PORT] (a name, *.suffix "
                                 "or an address, without scheme or path)",
                                 KEY_AGENTS, name, v ? v : "?");
+        if (allow_has(a, v))
+          continue; /* given before (a default, say): it keeps its place */
         a->allow = xrealloc(a->allow, (a->nallow + 1) * sizeof *a->allow);
         a->allow[a->nallow].text = xstrdup(v);
         a->allow[a->nallow++].origin = origin_of(l, item);
@@ -616,6 +674,8 @@ static int load_file(struct agt_config *c, const char *file, const char *base, i
 
   if (agt_yaml_load_file(&y, file, err) < 0 || agt_yaml_refuse_nul(&y, err) < 0) {
     agt_yaml_release(&y);
+    /* a file that cannot be read is a config error too (exit 2), as one that does not parse */
+    (*err)->kind = AGT_E_INVALID;
     return -1;
   }
   c->files = xrealloc(c->files, (c->nfiles + 1) * sizeof *c->files);
@@ -783,7 +843,7 @@ static void show_lists_after(const struct agt_config *c, enum agt_cfg_key k, FIL
       put_line(f, 4, "- location:", m->location, &m->origin);
       if (m->mount_point)
         put_line(f, 6, "mount_point:", m->mount_point, NULL);
-      put_line(f, 6, "writable:", m->writable ? "true" : "false", NULL);
+      fprintf(f, "      writable: %s\n", m->writable ? "true" : "false"); /* a boolean */
     }
   } else if (k == AGT_CFG_JAIL_ROOTFS) {
     fprintf(f, "  env:%s\n", c->nenv ? "" : " []");

@@ -18,12 +18,12 @@
 static const struct agt_cmd commands[] = {
     {"up", cmd_up, AGT_NEED_TARGET,
      "create the VM if missing, start it, and wait until agtd answers"},
-    {"stop", cmd_stop, AGT_NEED_TARGET | AGT_NEED_LIMA, "stop the VM"},
-    {"delete", cmd_delete, AGT_NEED_TARGET | AGT_NEED_LIMA, "delete the VM and its disk"},
-    {"reset", cmd_reset, AGT_NEED_TARGET | AGT_NEED_LIMA,
-     "factory-reset the VM: a new disk, the same settings"},
-    {"clone", cmd_clone, AGT_NEED_TARGET | AGT_NEED_LIMA,
-     "copy the VM into a new one (gold image)"},
+    {"stop", cmd_stop, AGT_NEED_TARGET, "stop the VM (target local: agtd)"},
+    {"down", cmd_stop, AGT_NEED_TARGET, "the same as stop"},
+    {"delete", cmd_delete, AGT_NEED_TARGET,
+     "delete the VM and its disk (target local: agtd's state)"},
+    {"reset", cmd_reset, AGT_NEED_TARGET, "factory-reset the VM: a new disk, the same settings"},
+    {"clone", cmd_clone, AGT_NEED_TARGET, "copy the VM into a new one (gold image)"},
     {"restore", cmd_restore, AGT_NEED_TARGET | AGT_NEED_LIMA,
      "replace the VM by a copy of a gold image, and start it"},
     {"shell", cmd_shell, AGT_NEED_TARGET, "a shell, or one command, in the VM"},
@@ -181,12 +181,33 @@ int agt_confirm(const char *question)
 
 int agt_need_lima(struct agt_ctx *c, const char *cmd, agt_error_t *err)
 {
+  /* what to do instead, on a target without a VM */
+  static const struct {
+    const char *cmd, *local, *ssh;
+  } instead[] = {
+      {"stop", NULL, "stop agtd on that host (systemctl stop agtd)"},
+      {"delete", NULL, "remove agtd's state on that host yourself"},
+      {"reset",
+       "'agt delete' removes agtd's state (jails, root filesystems, disk image), then "
+       "'agt up' starts afresh",
+       "remove agtd's state on that host yourself"},
+      {"clone",
+       "a gold image is a copy of a Lima VM; here the jails' root filesystems are the "
+       "images ('agt rootfs ls')",
+       "copy that host with its own tools"},
+      {"restore", "there is no VM to restore; 'agt delete' then 'agt up' starts afresh", NULL},
+  };
+  const char *hint = NULL;
+
   if (c->target.kind == AGT_TARGET_LIMA)
     return 0;
+  for (size_t i = 0; i < sizeof instead / sizeof instead[0]; i++)
+    if (strcmp(instead[i].cmd, cmd) == 0)
+      hint = c->target.kind == AGT_TARGET_LOCAL ? instead[i].local : instead[i].ssh;
   return agt_error_kind(err, AGT_E_INVALID,
-                        "'agt %s' drives a Lima VM, and the target is '%s' (use --target "
-                        "lima:NAME)",
-                        cmd, c->target.spec);
+                        "'agt %s' drives a Lima VM, and the target is '%s', which has none%s%s "
+                        "(--target lima:NAME drives a VM)",
+                        cmd, c->target.spec, hint ? ": " : "", hint ? hint : "");
 }
 
 int agt_vm_state(struct agt_ctx *c, struct agt_lima_instance *in, int *found, agt_error_t *err)
@@ -248,6 +269,12 @@ static int settle_target(struct agt_ctx *c, agt_error_t *err)
   return 0;
 }
 
+/* --help or -h before any operand: the command prints its usage, whatever the target. */
+static int wants_help(int argc, char **argv)
+{
+  return argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+}
+
 static int run_command(struct agt_ctx *c, const struct agt_cmd *cmd, int argc, char **argv,
                        agt_error_t *err)
 {
@@ -271,7 +298,8 @@ static int run_command(struct agt_ctx *c, const struct agt_cmd *cmd, int argc, c
     c->lima.progress = progress;
     c->lima.progress_ctx = c;
     c->target.lima = &c->lima;
-    if ((cmd->flags & AGT_NEED_LIMA) && agt_need_lima(c, cmd->name, err) < 0)
+    if ((cmd->flags & AGT_NEED_LIMA) && !wants_help(argc, argv) &&
+        agt_need_lima(c, cmd->name, err) < 0)
       return -1;
   } else {
     agt_error_release(&terr);

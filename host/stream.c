@@ -14,6 +14,7 @@
 #include "base64.h"
 #include "cleanup.h"
 #include "proto.h"
+#include "termmodes.h"
 #include "xalloc.h"
 
 int agt_detach_keys_parse(const char *spec, struct agt_detach_keys *keys, agt_error_t *err)
@@ -22,7 +23,7 @@ int agt_detach_keys_parse(const char *spec, struct agt_detach_keys *keys, agt_er
 
   keys->n = 0;
   if (spec == NULL || *spec == '\0')
-    return agt_error_kind(err, AGT_E_INVALID, "detach keys: none given (e.g. ctrl-p,ctrl-q)");
+    return agt_error_kind(err, AGT_E_INVALID, "detach keys: none given (e.g. ctrl-],ctrl-])");
   while (*p) {
     const char *comma = strchr(p, ',');
     size_t len = comma ? (size_t)(comma - p) : strlen(p);
@@ -78,15 +79,16 @@ static void on_signal(int sig)
   errno = saved;
 }
 
-static const int caught[] = {SIGWINCH, SIGTERM, SIGHUP};
+static const int caught[] = {SIGWINCH, SIGTERM, SIGHUP, SIGINT};
 
 struct session {
   struct agt_stream *s;
   struct sigaction old[sizeof caught / sizeof caught[0]];
   struct termios saved;
   int raw, sigs;
-  int in_open;    /* stdin still gives keys */
-  size_t matched; /* detach keys typed so far */
+  int in_open;                /* stdin still gives keys */
+  size_t matched;             /* detach keys typed so far */
+  struct agt_termmodes modes; /* what the jail's program switched on in the terminal */
 };
 
 static void set_fl(int fd, int flag)
@@ -196,7 +198,7 @@ static int keys_in(struct session *ss, const unsigned char *in, size_t n, agt_er
     if (k && k->n && in[i] == k->k[ss->matched]) {
       if (++ss->matched == k->n) {
         ss->matched = 0;
-        if (send_input(ss->s, out, o, err) < 0)
+        if (ss->s->interactive && send_input(ss->s, out, o, err) < 0)
           return -1;
         return 1;
       }
@@ -212,6 +214,8 @@ static int keys_in(struct session *ss, const unsigned char *in, size_t n, agt_er
     }
     out[o++] = in[i];
   }
+  if (!ss->s->interactive) /* read-only: only the detach keys count */
+    return 0;
   return send_input(ss->s, out, o, err);
 }
 
@@ -228,6 +232,8 @@ static int frame(struct session *ss, json_t *msg, agt_error_t *err)
     json_t *off = json_object_get(msg, "offset");
     if (data == NULL)
       return agt_error_kind(err, AGT_E_PROTO, "agtd sent output that is not base64");
+    if (s->interactive || s->watch_keys)
+      agt_termmodes_feed(&ss->modes, data, len);
     if (len && fwrite(data, 1, len, stdout) != len)
       return agt_error_make(err, errno, "write to stdout");
     if (fflush(stdout) != 0)
@@ -274,7 +280,7 @@ static int loop(struct session *ss, agt_error_t *err)
     }
     pf[n].fd = s->rpc->fd;
     pf[n++].events = POLLIN;
-    if (s->interactive && ss->in_open) {
+    if ((s->interactive || s->watch_keys) && ss->in_open) {
       in_i = (int)n;
       pf[n].fd = 0;
       pf[n++].events = POLLIN;
@@ -300,7 +306,7 @@ static int loop(struct session *ss, agt_error_t *err)
           resize = 1;
           continue;
         }
-        /* SIGTERM, SIGHUP: leave the jail running, as the detach keys do */
+        /* SIGTERM, SIGHUP, SIGINT: leave the jail running, as the detach keys do */
         s->end = AGT_STREAM_DETACHED;
         return send_msg(s, json_pack("{s:b}", "detach", 1), err) < 0 ? -1 : 0;
       }
@@ -348,16 +354,27 @@ int agt_stream_run(struct agt_stream *s, agt_error_t *err)
   s->closed = 0;
   s->exit_code = 0;
   s->end = AGT_STREAM_EXITED;
+  agt_termmodes_init(&ss.modes);
   fflush(stdout);
-  if (s->interactive) {
+  if (s->interactive || s->watch_keys || s->attach)
     catch_signals(&ss);
+  if (s->interactive || s->watch_keys) {
     make_raw(&ss);
-    if (send_resize(s, err) < 0) {
+    if (s->interactive && send_resize(s, err) < 0) {
       restore(&ss);
       return -1;
     }
   }
   r = loop(&ss, err);
+  /* Leaving the jail's terminal, by the keys or at its end: switch off what its program
+   * left on (the alternate screen, mouse reporting, ...), as tmux does on detach. */
+  if (isatty(1)) {
+    const char *reset = agt_termmodes_reset(&ss.modes);
+    if (*reset) {
+      fputs(reset, stdout);
+      fflush(stdout);
+    }
+  }
   restore(&ss);
   return r;
 }

@@ -13,7 +13,11 @@
 #include "error.h"
 #include "rpc.h"
 
-#define AGT_DETACH_KEYS_DEFAULT "ctrl-p,ctrl-q"
+/* ctrl-] twice: opencode binds neither ctrl-] nor ctrl-p,ctrl-q's ctrl-q but ctrl-p is its
+ * command palette; ctrl-] is the console escape of telnet, virsh and systemd-nspawn, which
+ * shells and TUIs leave alone (readline's character search, vim's tag jump: one press
+ * still reaches the jail). */
+#define AGT_DETACH_KEYS_DEFAULT "ctrl-],ctrl-]"
 #define AGT_DETACH_KEYS_MAX 8
 
 struct agt_detach_keys {
@@ -35,7 +39,12 @@ struct agt_stream {
   /* send stdin to the jail: in raw mode when it is a terminal, with the window size and
    * the detach keys */
   int interactive;
-  const struct agt_detach_keys *keys; /* interactive only */
+  /* read-only on a terminal: raw mode, the detach keys work, nothing is sent */
+  int watch_keys;
+  /* attached to a jail: SIGINT, SIGTERM and SIGHUP detach (from a terminal in raw mode only
+   * the last two can come) */
+  int attach;
+  const struct agt_detach_keys *keys; /* interactive or watch_keys */
   /* what happened */
   enum agt_stream_end end;
   int exit_code;

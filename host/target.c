@@ -260,8 +260,21 @@ int agt_target_connect(struct agt_target *t, agt_error_t *err)
   if (t->connected)
     return 0;
   if (t->kind == AGT_TARGET_LOCAL) {
-    if (agt_rpc_connect_unix(&t->rpc, sock, err) < 0)
+    if (agt_rpc_connect_unix(&t->rpc, sock, err) < 0) {
+      if ((*err)->status == ENOENT || (*err)->status == ECONNREFUSED) {
+        /* nothing listens: say what starts it (the status stays, agt up looks at it) */
+        char *msg = xasprintf("%s: agtd is not running; 'agt up' starts it", (*err)->msg);
+        free((*err)->msg);
+        (*err)->msg = msg;
+      } else if ((*err)->status == EACCES) {
+        char *msg = xasprintf("%s: agt may not use agtd's socket (run agt as root, or as a "
+                              "member of the group agtd serves, agtd --group)",
+                              (*err)->msg);
+        free((*err)->msg);
+        (*err)->msg = msg;
+      }
       return agt_error_wrap(err, "target local");
+    }
     t->connected = 1;
     return 0;
   }
@@ -359,8 +372,9 @@ static int broken(struct agt_target *t, agt_error_t e)
 
 static int is_safe(const char *method)
 {
-  static const char *const safe[] = {"hello",     "daemon.status", "jail.ls",   "jail.inspect",
-                                     "jail.logs", "rootfs.ls",     "jail.wait", NULL};
+  static const char *const safe[] = {"hello",        "daemon.status", "jail.ls",
+                                     "jail.inspect", "jail.logs",     "rootfs.ls",
+                                     "jail.wait",    "jail.net",      NULL};
   for (const char *const *p = safe; *p; p++)
     if (strcmp(*p, method) == 0)
       return 1;

@@ -53,9 +53,13 @@ print(next((j.get("attached", 0) for j in json.load(sys.stdin) if j["name"] == s
 attached_is() { test "$(attached "$1")" = "$2"; }
 
 # --- attach through a real terminal
-$TM new-session -d -s one -x 100 -y 30 -c "$WORK" "$T/agt jail run --name sh1; echo EXITED rc=\$?; sleep 60"
+$TM new-session -d -s one -x 100 -y 30 -c "$WORK/proj" "$T/agt jail run --name sh1; echo EXITED rc=\$?; sleep 60"
 check "agt jail run attaches at once: the jailed shell's prompt" wait_for one '^/work \$'
-check "with a line saying how to detach" shows one '^\[attached to sh1; detach with ctrl-p,ctrl-q\]'
+check "with a line saying how to detach" shows one '^\[attached to sh1; detach with ctrl-\],ctrl-\]\]'
+check "after the run's first line: the workspace, the project directory" \
+  shows one "^agt: jail sh1: workspace $WORK/proj \(at /work\)$"
+check "and the network policy" shows one \
+  "^agt: network: allow, but no host is allowed \(agents.shell.allow is empty"
 $TM send-keys -t one 'echo typed-$((6*7)); stty size' Enter
 check "typed input reaches the jailed shell and its answer comes back" wait_for one '^typed-42$'
 check "the jail's terminal has the window's size (30 100)" wait_for one '^30 100$'
@@ -69,10 +73,21 @@ like "agt jail ls: the jail runs, with CPU, memory and one attached client" "$OU
 like "under a header naming the columns" "$OUT" '^NAME +AGENT +STATE +EXIT +ROOTFS +AGE +CPU +MEMORY +ATTACHED$'
 is "agt jail ls --json counts it too" "$(attached sh1)" 1
 
-$TM send-keys -t one 'sleep 2; echo produced-while-away' Enter
-sleep 0.5
+# ctrl-p ctrl-q (docker's detach keys; ctrl-p is opencode's command palette) go to the jail
 $TM send-keys -t one C-p C-q
-check "ctrl-p ctrl-q detaches" wait_for one 'detached from sh1; it keeps running'
+sleep 0.5
+check "ctrl-p ctrl-q do not detach: they reach the jail" test -z "$(screen one | grep detached)"
+$TM send-keys -t one C-c # they went to the shell's line editor: drop that line
+sleep 0.3
+# a program that switches on the alternate screen, mouse reporting, bracketed paste, hides
+# the cursor: detaching must switch them off in the user's terminal
+$TM send-keys -t one "printf '\\033[?1049h\\033[?1000h\\033[?1006h\\033[?2004h\\033[?25l'; sleep 2; printf '\\033[?1049l'; echo produced-while-away" Enter
+check "the jail's program switched the terminal to the alternate screen, with the mouse on" \
+  wait_until 10 sh -c "test \"\$($TM display -p -t one '#{alternate_on}#{mouse_any_flag}#{mouse_sgr_flag}#{cursor_flag}')\" = 1110"
+$TM send-keys -t one C-] C-]
+check "ctrl-] ctrl-] detaches" wait_for one 'detached from sh1; it keeps running'
+is "leaving the user's terminal off the alternate screen, mouse reporting off, the cursor shown" \
+  "$($TM display -p -t one '#{alternate_on}#{mouse_any_flag}#{mouse_sgr_flag}#{cursor_flag}')" 0001
 check "and agt exits 0" wait_for one '^EXITED rc=0$'
 like "the jail still runs" "$(agt jail ls)" "^sh1 +shell +running"
 check "with nobody attached" wait_until 5 attached_is sh1 0
@@ -81,21 +96,28 @@ sleep 2
 # the detach keys from the repository's config
 mkdir -p "$WORK/.agt"
 printf 'jail:\n  detach_keys: ctrl-x,x\n' >"$WORK/.agt/config.yaml"
-$TM new-session -d -s two -x 120 -y 40 -c "$WORK" "$T/agt jail attach sh1; echo EXITED rc=\$?; sleep 60"
+$TM new-session -d -s two -x 120 -y 40 -c "$WORK/proj" "$T/agt jail attach sh1; echo EXITED rc=\$?; sleep 60"
 check "on reattach the output produced meanwhile is shown" wait_for two '^produced-while-away$'
 check "the detach keys come from jail.detach_keys" shows two 'detach with ctrl-x,x\]'
 $TM send-keys -t two 'echo still-here' Enter
 check "the reattached terminal types into the same shell" wait_for two '^still-here$'
-$TM send-keys -t two C-p C-q
+$TM send-keys -t two C-] C-]
 sleep 0.5
-check "ctrl-p ctrl-q no longer detaches" test -z "$(screen two | grep detached)"
+check "ctrl-] ctrl-] no longer detaches" test -z "$(screen two | grep detached)"
 $TM send-keys -t two C-c # they went to the shell's line editor: drop that line
 sleep 0.3
 $TM send-keys -t two C-x x
 check "ctrl-x x does" wait_for two 'detached from sh1; it keeps running'
 rm -rf "$WORK/.agt"
 
-$TM new-session -d -s three -x 80 -y 24 -c "$WORK" "$T/agt jail attach --detach-keys ctrl-a,d sh1; echo EXITED rc=\$?; sleep 60"
+# stdin not a terminal: no detach keys offered (they cannot be typed); ctrl-c detaches
+$TM new-session -d -s four -x 100 -y 20 -c "$WORK/proj" "$T/agt jail attach --read-only sh1 </dev/null; echo EXITED rc=\$?; sleep 60"
+check "attached with stdin not a terminal, agt offers no detach keys" \
+  wait_for four '^\[attached to sh1, read-only; stdin is not a terminal: ctrl-c or SIGTERM detaches\]'
+$TM send-keys -t four C-c
+check "and ctrl-c detaches" wait_for four 'detached from sh1; it keeps running'
+check "with status 0" wait_for four '^EXITED rc=0$'
+$TM new-session -d -s three -x 80 -y 24 -c "$WORK/proj" "$T/agt jail attach --detach-keys ctrl-a,d sh1; echo EXITED rc=\$?; sleep 60"
 check "a third attach shows the screen" wait_for three '^still-here$'
 $TM send-keys -t three 'exit 7' Enter
 check "when the jailed shell exits, agt jail attach exits with its code" wait_for three '^EXITED rc=7$'
@@ -119,6 +141,33 @@ is "agt jail run -d returns at once" "$RC" 0
 like "saying the jail started" "$OUT" '^b2 started in [0-9.]+ ms$'
 like "without a terminal for a command run from a script" "$(agt jail inspect b2)" '"tty": false'
 agt jail rm --force b2 >/dev/null
+# --- the workspace: the current directory where the VM sees it, else a refusal saying how
+mkdir -p "$T/outside"
+run sh -c "cd '$T/outside' && '$AGT' jail run --name w1 -- true"
+is "run from a directory the VM does not mount: refused, a usage error" "$RC" 2
+like "saying the agent would get an empty /work" "$ERR" \
+  "^agt: the current directory '$T/outside' is not in a directory the VM mounts, so the agent would get an empty /work"
+like "with the config lines that fix it" "$ERR" "^        - location: $T\$"
+run sh -c "cd '$WORK' && '$AGT' jail run --name w1 -- true"
+is "run from a mount itself: refused" "$RC" 2
+like "saying it holds projects" "$ERR" "'$WORK' is a mount itself \(vm.mounts, $AGT_CONFIG:4:7\)"
+is "and no jail was made" "$(agt jail ls --json | grep -c w1)" 0
+echo from-the-project >"$WORK/proj/marker"
+run agt jail run --name w2 -- /bin/sh -c 'cat /work/marker'
+is "run from a project directory: the agent sees its files" "$OUT" from-the-project
+like "the run's first line names it" "$ERR" "^agt: jail w2: workspace $WORK/proj \(at /work\)"
+rm -f "$WORK/proj/marker"
+agt jail rm w2 >/dev/null
+# -- ARGS after an agent name go after the agent's command; -- COMMAND alone replaces it
+run agt jail run --name a1 shell -- -c 'echo appended-to-the-shell'
+is "agt jail run shell -- ARGS appends ARGS to the agent's command" "$OUT" appended-to-the-shell
+like "(its argv)" "$(agt jail inspect a1 | tr -d ' \n')" '"argv":\["/bin/sh","-c","echoappended-to-the-shell"\]'
+agt jail rm a1 >/dev/null
+run agt jail run --name a2 claude
+is "an agent agt does not know is a usage error" "$RC" 2
+like "saying which it knows and how to run a command" "$ERR" \
+  "unknown agent 'claude' \(shell, opencode\); to run a command instead, put it after '--': agt jail run -- claude"
+
 # --disk: what the jail may write to its root (a btrfs quota in agtd)
 run agt jail run --name b3 --disk 24M -- /bin/sh -c \
   'dd if=/dev/zero of=/home/agent/fill bs=1M count=48 2>&1; echo dd=$?'
@@ -296,6 +345,8 @@ is "agt jail net --json: one object per decision" \
 run agt jail run --name n2 -- /bin/sh -c "$GET"
 like "without --allow the test server is refused" "$OUT" "403 Forbidden"
 unlike "and does not answer" "$OUT" '"id": "mock"'
+like "agt says so when the jail ends, naming the first refusal and where to look" "$ERR" \
+  "^agt: jail n2: its network proxy refused 2 connections, the first to 127\.0\.0\.1:$MPORT \(host not on the jail's allowlist\): 'agt jail net n2' lists them"
 cat >>"$AGT_CONFIG" <<EOF
 agents:
   shell:

@@ -85,7 +85,9 @@ ssh:
   identity: $LIMA_HOME/_config/user
 EOF
 : >"$T/known_hosts"
-cd "$WORK" || bail "cd $WORK"
+# a project directory inside the mount: the workspace of jails run from here (a mount itself
+# holds projects and is not one)
+cd "$WORK/proj" || bail "cd $WORK/proj"
 
 agt() { "$AGT" "$@"; }
 lima_field() { # lima_field NAME FIELD: from `limactl list --json NAME`

@@ -187,9 +187,10 @@ printf 'agtd:\n  socket: %s\n' "$T/local.sock" >"$T/local.yaml"
 run env AGT_CONFIG="$T/local.yaml" "$AGT" --target local up
 is "agt up with the local target checks that agtd answers" "$RC" 0
 like "and says so" "$OUT" "^agtd [0-9.]+ answers at local$"
-run env AGT_CONFIG="$T/local.yaml" "$AGT" --target local stop
-is "agt stop with the local target is refused" "$RC" 2
-like "since there is no VM" "$ERR" "drives a Lima VM, and the target is 'local'"
+run env AGT_CONFIG="$T/local.yaml" "$AGT" --target local reset
+is "agt reset with the local target is refused" "$RC" 2
+like "since there is no VM, saying what to do instead" "$ERR" \
+  "drives a Lima VM, and the target is 'local', which has none: 'agt delete' removes agtd's state"
 run env AGT_CONFIG="$T/local.yaml" "$AGT" --target local status
 is "the local target reaches agtd through its socket" "$RC" 0
 like "and shows it" "$OUT" "^agtd: +[0-9.]+ at local"

@@ -69,9 +69,9 @@ is "agt jail run -d opencode starts opencode serve" "$RC" 0
 check "its logs say it listens" wait_until 60 sh -c "'$AGT' jail logs oc | grep -q 'listening on'"
 like "on the jail's loopback, port 4096" "$(agt jail logs oc)" "listening on http://127\.0\.0\.1:4096"
 like "detached, it runs headless, without a terminal" "$(agt jail inspect oc)" '"tty": false'
-is "with the network from both config files, in order" \
+is "with the network: opencode's defaults, then both config files, in order, each host once" \
   "$(agt jail inspect oc | python3 -c 'import json,sys; n=json.load(sys.stdin)["network"]; print(n["mode"], " ".join(n["allow"]))')" \
-  "allow models.dev:443 opencode.ai:443 *.opencode.ai:443 registry.npmjs.org:443 127.0.0.1:$MPORT"
+  "allow opencode.ai:443 models.opencode.ai:443 registry.npmjs.org:443 models.dev:443 *.opencode.ai:443 127.0.0.1:$MPORT"
 
 "$AGT" jail port oc 4096 0 >"$T/port.out" 2>"$T/port.err" &
 PORTER=$!

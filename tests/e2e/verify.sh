@@ -73,7 +73,8 @@ run "$AGT" up
 is "agt up (target local, no agtd running) succeeds" "$RC" 0
 like "it says it started agtd" "$ERR" "starting agtd: $AGTD serve --socket=$T/agtd.sock --state-dir=$T/state"
 like "and that agtd answers" "$OUT" "^agtd [0-9.]+ answers at local$"
-AGTD_PID=$(printf '%s\n' "$ERR" | sed -n 's/.*agtd started (pid \([0-9]*\)).*/\1/p')
+like "its pid on stdout, with how to stop it" "$OUT" "^agtd started \(pid [0-9]+\); 'agt down' stops it$"
+AGTD_PID=$(printf '%s\n' "$OUT" | sed -n 's/^agtd started (pid \([0-9]*\)).*/\1/p')
 [ -n "$AGTD_PID" ] || bail "agt up did not say which agtd it started"
 like "agtd runs with the cgroup asked for" "$(tr '\0' ' ' <"/proc/$AGTD_PID/cmdline")" "--cgroup=$CG"
 like "and logs to the file asked for" "$(cat "$T/agtd.log")" "agtd"

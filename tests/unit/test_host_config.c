@@ -217,6 +217,7 @@ static void test_missing_explicit_file(void **state)
   agt_config_init(&c);
   assert_int_equal(agt_config_load(&c, &p, &err), -1);
   assert_non_null(strstr(err->msg, "/nonexistent/agt.yaml"));
+  assert_int_equal(err->kind, AGT_E_INVALID); /* a config error: agt exits 2 */
   agt_error_release(&err);
   agt_config_release(&c);
 }
@@ -274,6 +275,8 @@ static void test_errors(void **state)
        ":3:12: 'agents.opencode.allow' must be a list"},
       {"agents:\n  opencode:\n    allow: [https://api.openai.com]\n",
        ":3:13: 'agents.opencode.allow' entry 'https://api.openai.com' is not HOST[:PORT]"},
+      {"agents:\n  opencode:\n    allow: [\"!api.openai.com:443\"]\n",
+       ":3:13: 'agents.opencode.allow' entry '!api.openai.com:443' removes nothing"},
       /* a NUL would cut the value short where it is used as a C string */
       {"vm:\n  name: \"good\\0evil\"\n", ":2:9: a value contains a NUL character"},
       {"rootfs: \"\\0abc\"\n", ":1:9: a value contains a NUL character"},
@@ -380,6 +383,8 @@ static void test_show(void **state)
   assert_non_null(strstr(out, "  name: agt_agent_sandbox"));
   assert_non_null(strstr(out, "# default"));
   assert_non_null(strstr(out, "    - location: /w"));
+  /* a boolean, as CONFIG.md's sample writes it, not the string "false" */
+  assert_non_null(strstr(out, "      writable: false\n"));
   assert_non_null(strstr(out, "  limits:\n    memory:"));
   free(out);
   out = NULL;
@@ -410,8 +415,15 @@ static void test_agents(void **state)
 
   (void)state;
   agt_config_init(&c);
-  assert_string_equal(agt_config_get(&c, AGT_CFG_JAIL_DETACH_KEYS), "ctrl-p,ctrl-q");
-  assert_null(agt_config_agent(&c, "opencode"));
+  assert_string_equal(agt_config_get(&c, AGT_CFG_JAIL_DETACH_KEYS), "ctrl-],ctrl-]");
+  a = agt_config_agent(&c, "opencode"); /* what opencode needs to work at all */
+  assert_non_null(a);
+  assert_int_equal(a->nallow, 3);
+  assert_string_equal(a->allow[0].text, "opencode.ai:443");
+  assert_string_equal(a->allow[1].text, "models.opencode.ai:443");
+  assert_string_equal(a->allow[2].text, "registry.npmjs.org:443");
+  assert_int_equal(a->allow[0].origin.src, AGT_CFG_DEFAULT);
+  assert_null(agt_config_agent(&c, "shell"));
   agt_config_release(&c);
 
   write_file(user, "agents:\n"
@@ -419,7 +431,9 @@ static void test_agents(void **state)
                    "    net: allow\n"
                    "    allow:\n"
                    "      - models.dev:443\n"
+                   "      - \"!registry.npmjs.org:443\"\n"
                    "      - \"*.opencode.ai:443\"\n"
+                   "      - opencode.ai:443\n" /* a default already: not twice */
                    "  shell:\n"
                    "    net: none\n"
                    "jail:\n"
@@ -442,10 +456,13 @@ static void test_agents(void **state)
   where = agt_cfg_origin_str(&a->net.origin);
   expect = xasprintf("%s:3:10", overlay);
   assert_string_equal(where, expect);
-  assert_int_equal(a->nallow, 3);
-  assert_string_equal(a->allow[0].text, "models.dev:443");
-  assert_string_equal(a->allow[1].text, "*.opencode.ai:443");
-  assert_string_equal(a->allow[2].text, "10.0.0.5:8080");
+  /* the defaults, less the one removed, then the user's, then the repository's */
+  assert_int_equal(a->nallow, 5);
+  assert_string_equal(a->allow[0].text, "opencode.ai:443");
+  assert_string_equal(a->allow[1].text, "models.opencode.ai:443");
+  assert_string_equal(a->allow[2].text, "models.dev:443");
+  assert_string_equal(a->allow[3].text, "*.opencode.ai:443");
+  assert_string_equal(a->allow[4].text, "10.0.0.5:8080");
   a = agt_config_agent(&c, "shell");
   assert_non_null(a);
   assert_string_equal(a->net.text, "none");

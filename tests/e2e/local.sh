@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# Target local as a new user meets it: agt up starts a private agtd (its own socket, state,
+# cgroup and log); a jail run from a project directory works on it, and says so with its
+# network policy in its first lines; a directory agtd cannot see is refused with the config
+# lines that fix it; opencode's default allowlist; NO_PROXY and no_proxy kept the same;
+# --quiet keeps the pid; agt down stops agtd, agt delete removes its state; the Lima-only
+# commands say what to do instead; --help works for every command here.
+#
+# Needs root and Linux (agtd).  A missing prerequisite is a failure ("Bail out!").
+set -u
+
+: "${AGT:?AGT must name the agt binary (meson sets it)}"
+: "${AGTD:?AGTD must name the agtd binary (meson sets it)}"
+: "${PROBE:?PROBE must name the static probe binary (meson sets it)}"
+SRCDIR=${SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+
+. "$SRCDIR/tests/e2e/tap.sh"
+
+[ "$(id -u)" = 0 ] || bail "the local test needs root (agtd runs the jails)"
+[ "$(uname -s)" = Linux ] || bail "the local test needs Linux"
+[ -x "$AGT" ] || bail "no agt at $AGT"
+[ -x "$AGTD" ] || bail "no agtd at $AGTD"
+[ -x "$PROBE" ] || bail "no probe at $PROBE"
+exec </dev/null
+
+T=$(mktemp -d /tmp/agt-e2e-local.XXXXXX)
+chmod 755 "$T"
+CG=agt-e2e-local-$$
+
+agtd_pid() { # the pid of the agtd answering on our socket, if any
+  pgrep -f -- "--socket=$T/agtd.sock" | head -1
+}
+cleanup() {
+  local rc=$? d p j
+  p=$(agtd_pid)
+  if [ -n "$p" ]; then # jails outlive agtd: remove them first
+    for j in $("$AGT" jail ls --json 2>/dev/null | python3 -c 'import json,sys
+for j in json.load(sys.stdin): print(j["name"])'); do
+      "$AGT" jail rm --force "$j" >/dev/null 2>&1
+    done
+    kill -TERM "$p" 2>/dev/null
+    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  fi
+  for d in /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG"; do
+    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
+  if [ "$FAILED" -gt 0 ] || [ "$rc" -ne 0 ]; then
+    echo "# agtd log (last 20 lines):"
+    tail -20 "$T/agtd.log" 2>/dev/null | sed 's/^/#   /'
+  fi
+  if ! grep -q " $T/" /proc/self/mountinfo; then
+    rm -rf --one-file-system "$T"
+  fi
+  echo "1..$N"
+  [ "$FAILED" -eq 0 ] && [ "$rc" -eq 0 ]
+  exit $?
+}
+trap cleanup EXIT
+
+mkdir -p "$T/projects/app" "$T/elsewhere"
+chmod 777 "$T/projects/app"
+cat >"$T/config.yaml" <<CFG
+agtd:
+  socket: $T/agtd.sock
+vm:
+  mounts:
+    - location: $T/projects
+      writable: true
+jail:
+  rootfs: test
+CFG
+export AGT_CONFIG=$T/config.yaml AGT_TARGET=local
+export AGT_AGTD=$AGTD AGT_AGTD_STATE=$T/state AGT_AGTD_LOG=$T/agtd.log AGT_AGTD_CGROUP=$CG
+agt() { "$AGT" "$@"; }
+
+# --- agt up, quiet: the pid is a result, not progress
+run agt -q up
+is "agt -q up starts agtd" "$RC" 0
+like "and still says which pid, and how to stop it" "$OUT" "^agtd started \(pid [0-9]+\); 'agt down' stops it$"
+is "with no progress lines" "$ERR" ""
+sed "s|@PROBE@|$PROBE|" "$SRCDIR/tests/guest/test-rootfs.yaml" >"$T/test-rootfs.yaml"
+run agt rootfs build --no-download "$T/test-rootfs.yaml"
+[ "$RC" = 0 ] || bail "the test rootfs did not build: $ERR"
+
+# --- the workspace: the current directory, where agtd can see it
+cd "$T/projects/app" || bail "cd"
+echo from-the-project >marker
+run agt jail run --name w1 -- /bin/sh -c 'cat /work/marker; echo "NO=$NO_PROXY no=$no_proxy"'
+is "agt jail run in a project directory: the agent works on it" "$(printf '%s\n' "$OUT" | head -1)" from-the-project
+is "the run's first line names the workspace" "$(printf '%s\n' "$ERR" | head -1)" \
+  "agt: jail w1: workspace $T/projects/app (at /work)"
+like "the next one the network policy" "$(printf '%s\n' "$ERR" | sed -n 2p)" \
+  "^agt: network: allow, but no host is allowed \(agents.shell.allow is empty; --allow HOST\[:PORT\] adds one\)$"
+like "NO_PROXY and no_proxy are agtd's, the same" "$OUT" "^NO=localhost,127.0.0.1,::1 no=localhost,127.0.0.1,::1$"
+run agt jail run --name w2 --env NO_PROXY=localhost,::1 -- /bin/sh -c 'echo "NO=$NO_PROXY no=$no_proxy"'
+is "setting NO_PROXY sets no_proxy the same" "$OUT" "NO=localhost,::1 no=localhost,::1"
+run agt jail run --name w3 --env no_proxy=example.com -- /bin/sh -c 'echo "NO=$NO_PROXY no=$no_proxy"'
+is "and the other way round" "$OUT" "NO=example.com no=example.com"
+run agt jail run --name w4 --env NO_PROXY=a --env no_proxy=b -- true
+is "both, different: refused" "$RC" 2
+like "saying why" "$ERR" "sets NO_PROXY and no_proxy to different values: set one"
+run agt -q jail run --name w5 -- /bin/sh -c 'echo quiet'
+is "--quiet drops the first lines" "$ERR" ""
+
+cd "$T/elsewhere" || bail "cd"
+run agt jail run --name w6 -- true
+is "a directory agtd cannot see: refused, a usage error" "$RC" 2
+like "saying the agent would get an empty /work" "$ERR" \
+  "^agt: the current directory '$T/elsewhere' is not where agtd can see it \(target local: agtd takes workspaces under /home, /Users, $T/projects, $T/state/workspaces\), so the agent would get an empty /work"
+like "with the config lines that fix it" "$ERR" "^        - location: $T$"
+like "and how to apply them" "$ERR" "restart agtd \('agt down && agt up'\)"
+cd "$T/projects" || bail "cd"
+run agt jail run --name w6 -- true
+is "a workspace root itself: refused" "$RC" 2
+like "saying why" "$ERR" "'$T/projects' is one of agtd's workspace roots"
+run agt jail run --name w6 --workspace "$T/elsewhere" -- true
+is "--workspace outside the roots: refused too" "$RC" 2
+like "naming it" "$ERR" "^agt: --workspace '$T/elsewhere' is not where agtd can see it"
+is "no jail was made by the refusals" "$(agt jail ls --json | grep -c '"w[46]"')" 0
+
+# --- opencode's default allowlist, said at start; the config removes an entry
+cd "$T/projects/app" || bail "cd"
+run agt jail create --name oc1 opencode -- --model test/x
+like "opencode's policy: its provider, its model catalogue, the npm registry" "$ERR" \
+  "^agt: network: allow, through agtd's proxy, to opencode.ai:443, models.opencode.ai:443, registry.npmjs.org:443 \(agents.opencode.allow"
+like "-- ARGS after the agent go after its command" "$(agt jail inspect oc1 | tr -d ' \n')" \
+  '"argv":\["opencode","serve","--hostname","127.0.0.1","--port","4096","--model","test/x"\]'
+like "agt config show lists them as defaults" "$(agt config show)" \
+  "- registry.npmjs.org:443 +# default: the npm packages opencode installs$"
+cp "$T/config.yaml" "$T/config-no-npm.yaml"
+printf 'agents:\n  opencode:\n    allow:\n      - "!registry.npmjs.org:443"\n' >>"$T/config-no-npm.yaml"
+run agt --config "$T/config-no-npm.yaml" jail create --name oc2 opencode
+like "\"!HOST\" in agents.NAME.allow removes a default" "$ERR" \
+  "to opencode.ai:443, models.opencode.ai:443 \(agents"
+like "and agtd gets the list without it" "$(agt jail inspect oc2 | tr -d ' \n')" \
+  '"allow":\["opencode.ai:443","models.opencode.ai:443"\]'
+agt jail rm oc1 >/dev/null
+agt jail rm oc2 >/dev/null
+
+# --- the Lima-only commands say what to do instead; --help works for every command
+for cmd in up stop down delete reset clone shell status template config jail rootfs verify doctor; do
+  run agt "$cmd" --help
+  if [ "$RC" = 0 ] && printf '%s\n' "$OUT" | grep -q '^usage: agt'; then
+    ok "agt $cmd --help on target local prints its usage"
+  else
+    not_ok "agt $cmd --help on target local prints its usage (rc $RC: $ERR)"
+  fi
+done
+run agt reset
+is "agt reset on local: a usage error" "$RC" 2
+like "saying what to do instead" "$ERR" "'agt delete' removes agtd's state"
+run agt clone gold
+like "agt clone on local says what is an image here" "$ERR" "the jails' root filesystems are the images"
+run agt shell
+like "agt shell on local says where a jail's shell is" "$ERR" "'agt jail exec NAME -- sh'"
+
+# --- agt down stops agtd; agt delete removes its state
+agt jail run -d --name bg -- sleep 300 >/dev/null
+PID=$(agtd_pid)
+run agt down
+is "agt down stops agtd" "$RC" 0
+like "saying so, and that its running jail goes on" "$OUT" \
+  "^agtd \(pid $PID\) stopped; its 1 running jail goes on under its keeper, and 'agt up' finds them again"
+check "agtd is gone" sh -c "! kill -0 $PID 2>/dev/null"
+check "and its socket answers no more" sh -c "! '$AGT' jail ls >/dev/null 2>&1"
+run agt stop
+is "agt stop on local, agtd stopped already: fine" "$RC" 0
+like "saying so" "$OUT" "^agtd is not running"
+run agt delete --force
+is "agt delete with agtd down and jails in its state: refused" "$RC" 1
+like "saying why and what to do" "$ERR" "which may still run under their keepers: 'agt up', then 'agt delete' again"
+run agt jail ls
+is "a command needing agtd, with none running, fails" "$RC" 1
+like "saying to run agt up" "$ERR" "agt up"
+run agt up
+is "agt up starts it again" "$RC" 0
+like "and finds the jail still running" "$(agt jail ls)" '^bg +shell +running'
+run agt delete
+is "agt delete without a terminal to ask on: refused" "$RC" 2
+like "saying to use --force" "$ERR" "no terminal to ask on, use --force"
+check "the state is still there" test -d "$T/state/rootfs"
+run agt delete --force
+is "agt delete --force removes agtd's state" "$RC" 0
+like "saying what it removed" "$OUT" "^agtd's state '$T/state' deleted \([0-9.]+ MiB on disk\)"
+like "removing the jails first (they outlive agtd)" "$ERR" "^agt: [0-9]+ jails removed$"
+check "agtd is stopped" test -z "$(agtd_pid)"
+check "and the state directory gone" test ! -e "$T/state"
+check "the project's files are untouched" test -f "$T/projects/app/marker"
+
+# --- errors say what to do: a missing rootfs names the command that builds it
+run agt up
+is "agt up on a fresh state" "$RC" 0
+run agt jail run --rootfs default -- true
+is "a run on a rootfs not built yet fails" "$RC" 1
+like "naming the command that builds it, with a manifest path that works from anywhere" "$ERR" \
+  "no rootfs 'default' in '$T/state/rootfs': build it: 'agt rootfs build $SRCDIR/rootfs/default.yaml'"
+run agt jail run -- true
+like "another rootfs: how to build or pick one" "$ERR" "no rootfs 'test' .*'agt rootfs ls', --rootfs REF, jail.rootfs"
+run agt down
+is "agt down at the end" "$RC" 0
