@@ -8,6 +8,112 @@
 #include "cleanup.h"
 #include "xalloc.h"
 
+size_t agt_edit_distance(const char *a, const char *b)
+{
+  size_t la = strlen(a), lb = strlen(b);
+  cleanup_free size_t *row = xzalloc((lb + 1) * sizeof *row);
+
+  for (size_t j = 0; j <= lb; j++)
+    row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best)
+        best = up + 1;
+      if (row[j - 1] + 1 < best)
+        best = row[j - 1] + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[lb];
+}
+
+const char *agt_closest(const char *word, const char *const *names, size_t n)
+{
+  const char *best = NULL;
+  size_t bestd = 0, len = strlen(word);
+
+  for (size_t i = 0; i < n; i++) {
+    size_t d = agt_edit_distance(word, names[i]);
+    if (best == NULL || d < bestd) {
+      best = names[i];
+      bestd = d;
+    }
+  }
+  /* close enough to be a typo: at most 2 edits, and at most half the word */
+  if (best && bestd <= 2 && bestd * 2 <= len)
+    return best;
+  return NULL;
+}
+
+/* "unknown option '--detatch'": with the table's nearest name when it looks like a typo. */
+static int unknown_long(const char *arg, const struct agt_opt *opts, agt_error_t *err)
+{
+  cleanup_free char *word = xstrdup(arg + (strncmp(arg, "--", 2) == 0 ? 2 : 0));
+  cleanup_free const char **names = NULL;
+  const char *near;
+  size_t n = 0;
+  char *eq = strchr(word, '=');
+
+  if (eq)
+    *eq = '\0';
+  while (opts[n].name)
+    n++;
+  names = xzalloc((n + 1) * sizeof *names);
+  for (size_t i = 0; i < n; i++)
+    names[i] = opts[i].name;
+  names[n] = "help";
+  near = agt_closest(word, names, n + 1);
+  if (near)
+    return agt_error_kind(err, AGT_E_INVALID, "unknown option '%s' (did you mean --%s?)", arg,
+                          near);
+  return agt_error_kind(err, AGT_E_INVALID, "unknown option '%s' (--help lists them)", arg);
+}
+
+/* Does this option of the table take an argument?  -1: not an option of it. */
+static int takes_arg(const struct agt_opt *opts, const char *a)
+{
+  if (a[1] == '-') {
+    size_t len = strcspn(a + 2, "=");
+    for (size_t i = 0; opts[i].name; i++)
+      if (strlen(opts[i].name) == len && strncmp(opts[i].name, a + 2, len) == 0)
+        return opts[i].arg && a[2 + len] != '=';
+    return -1;
+  }
+  for (size_t i = 0; opts[i].name; i++)
+    if (opts[i].key == (unsigned char)a[1])
+      return opts[i].arg && a[2] == '\0';
+  return -1;
+}
+
+void agt_opts_permute(int argc, char **argv, const struct agt_opt *opts)
+{
+  cleanup_free char **ops = xzalloc((size_t)argc * sizeof *ops);
+  size_t nops = 0;
+  int w = 1;
+
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--") == 0) { /* the rest are operands, after the options */
+      for (; i < argc; i++)
+        ops[nops++] = argv[i];
+      break;
+    }
+    if (a[0] != '-' || a[1] == '\0') {
+      ops[nops++] = argv[i];
+      continue;
+    }
+    argv[w++] = argv[i];
+    if (takes_arg(opts, a) == 1 && i + 1 < argc)
+      argv[w++] = argv[++i];
+  }
+  for (size_t k = 0; k < nops; k++)
+    argv[w++] = ops[k];
+}
+
 int agt_opts_parse(int argc, char **argv, const struct agt_opt *opts, agt_opt_fn fn, void *ctx,
                    agt_error_t *err)
 {
@@ -47,8 +153,9 @@ int agt_opts_parse(int argc, char **argv, const struct agt_opt *opts, agt_opt_fn
       return -2;
     if (c == '?') {
       if (optopt > 0 && optopt < 256)
-        return agt_error_kind(err, AGT_E_INVALID, "unknown option '-%c'", optopt);
-      return agt_error_kind(err, AGT_E_INVALID, "unknown option '%s'", argv[optind - 1]);
+        return agt_error_kind(err, AGT_E_INVALID, "unknown option '-%c'%s", optopt,
+                              optopt == 'h' ? "" : " (--help lists them)");
+      return unknown_long(argv[optind - 1], opts, err);
     }
     if (c == ':')
       return agt_error_kind(err, AGT_E_INVALID, "option '%s' needs an argument", argv[optind - 1]);

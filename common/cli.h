@@ -25,6 +25,14 @@ typedef int (*agt_opt_fn)(void *ctx, int key, const char *arg, agt_error_t *err)
 int agt_opts_parse(int argc, char **argv, const struct agt_opt *opts, agt_opt_fn fn, void *ctx,
                    agt_error_t *err);
 void agt_opts_usage(FILE *f, const char *usage, const char *summary, const struct agt_opt *opts);
+/* Move the options of argv[1..] (with their arguments, by the table) before its operands,
+ * keeping the order of each, so that `logs NAME -f` parses as `logs -f NAME`.  An argument
+ * after "--" stays an operand. */
+void agt_opts_permute(int argc, char **argv, const struct agt_opt *opts);
+/* Levenshtein distance, and the name of names nearest to word when it is near enough to be
+ * a typo of it (NULL otherwise): for "did you mean". */
+size_t agt_edit_distance(const char *a, const char *b);
+const char *agt_closest(const char *word, const char *const *names, size_t n);
 
 /* "512M", "2G", "4096": bytes.  Suffixes K, M, G, T are powers of 1024. */
 int agt_parse_size(const char *what, const char *s, uint64_t *out, agt_error_t *err);

@@ -47,8 +47,11 @@ struct agt_cmd_help {
   const struct agt_opt *opts;
 };
 
-/* Parse a command's options.  Returns the index of the first operand; -2 after printing
- * the help (the command then returns 0); -1 on a bad option. */
+/* Parse a command's options, before or after its operands (podman's `logs NAME -f`),
+ * except for a command whose usage ends in a COMMAND of its own (jail run AGENT ARGS, jail
+ * exec NAME COMMAND, shell COMMAND): there options come first, and what follows the first
+ * operand is the command's.  Returns the index of the first operand; -2 after printing the help
+ * (the command then returns 0); -1 on a bad option. */
 int agt_cmd_opts(int argc, char **argv, const struct agt_cmd_help *h, agt_opt_fn fn, void *ctx,
                  agt_error_t *err);
 /* A command made of subcommands (agt jail, agt rootfs): argv[1] names one of subs, which

@@ -35,6 +35,8 @@ enum {
   OPT_DETACH_KEYS,
   OPT_SINCE,
   OPT_ENV_FILE,
+  OPT_CPUS,
+  OPT_RM,
 };
 
 static const char *str(json_t *o, const char *key)
@@ -180,15 +182,18 @@ static int attach_jail(struct agt_ctx *c, const char *name, int read_only,
 /* After run or start: on the jail's terminal when this is an interactive one, else its
  * output from log offset `from` until it exits.  agt then exits with the jail's code. */
 static int watch_jail(struct agt_ctx *c, const char *name, uint64_t from, int on_terminal,
-                      const struct agt_detach_keys *keys, const char *keys_spec, agt_error_t *err)
+                      const struct agt_detach_keys *keys, const char *keys_spec, int *detached,
+                      agt_error_t *err)
 {
   int code = 0;
 
+  *detached = 0;
   if (on_terminal) {
     agt_error_t e = NULL;
     int r = attach_jail(c, name, 0, keys, keys_spec, &code, &e);
     if (r == 0) {
       c->exit_code = code > 0 ? code : 0;
+      *detached = code == -1;
       return 0;
     }
     if (r != -2 || e->kind != AGT_E_STATE) { /* not "it has exited already" */
@@ -228,6 +233,9 @@ static const struct agt_opt run_opts[] = {
     {OPT_PIDS, "pids", "N", "process limit, or unlimited (jail.limits.pids)"},
     {OPT_CPU, "cpu", "MILLI",
      "CPU limit in thousandths of a core (10 or more), or unlimited (jail.limits.cpu)"},
+    {OPT_CPUS, "cpus", "CORES",
+     "CPU limit in cores, e.g. 1.5, or unlimited (jail.limits.cpu, in thousandths)"},
+    {OPT_RM, "rm", NULL, "remove the jail when it exits (agt waits for it: not with -d)"},
     {OPT_NOFILE, "nofile", "N", "open file limit (jail.limits.nofile)"},
     {OPT_TMP, "tmp", "SIZE", "size of the jail's /tmp (jail.limits.tmp)"},
     {OPT_LOG, "log", "SIZE", "output kept on disk (jail.limits.log)"},
@@ -238,7 +246,7 @@ static const struct agt_opt run_opts[] = {
 };
 
 static const struct agt_cmd_help run_help = {
-    "agt jail run [OPTIONS] [AGENT] [-- COMMAND [ARGS...]]",
+    "agt jail run [OPTIONS] [AGENT [--] [ARGS...]] | [OPTIONS] -- COMMAND [ARGS...]",
     "Create a jail for AGENT (shell or opencode; jail.agent), start it and attach to it (its "
     "terminal, or its output until it exits; -d: return once the agent runs).",
     run_opts};
@@ -252,7 +260,7 @@ struct run_opts {
   struct agt_ctx *c;
   json_t *params, *limits, *env, *allow;
   const char *workspace, *net, *keys;
-  int json, detach, tty;
+  int json, detach, tty, rm;
   char *shown; /* the workspace on this machine, for the run's first line */
 };
 
@@ -315,6 +323,35 @@ static int set_env_file(struct run_opts *o, const char *file, agt_error_t *err)
   return 0;
 }
 
+/* "1.5" cores as thousandths: 1500.  At most three decimals. */
+static int parse_cores(const char *s, uint64_t *milli, agt_error_t *err)
+{
+  uint64_t whole = 0, frac = 0;
+  int digits = 0;
+  const char *p = s;
+
+  if (*p < '0' || *p > '9')
+    return agt_error_kind(err, AGT_E_INVALID, "--cpus '%s' is not a number of cores (1.5)", s);
+  for (; *p >= '0' && *p <= '9'; p++) {
+    whole = whole * 10 + (uint64_t)(*p - '0');
+    if (whole > 1000000)
+      return agt_error_kind(err, AGT_E_INVALID, "--cpus '%s' is too many cores", s);
+  }
+  if (*p == '.')
+    for (p++; *p >= '0' && *p <= '9'; p++, digits++) {
+      if (digits == 3)
+        return agt_error_kind(err, AGT_E_INVALID,
+                              "--cpus '%s': at most three decimals (a thousandth of a core)", s);
+      frac = frac * 10 + (uint64_t)(*p - '0');
+    }
+  if (*p != '\0')
+    return agt_error_kind(err, AGT_E_INVALID, "--cpus '%s' is not a number of cores (1.5)", s);
+  for (; digits < 3; digits++)
+    frac *= 10;
+  *milli = whole * 1000 + frac;
+  return 0;
+}
+
 static int run_opt(void *ctx, int key, const char *arg, agt_error_t *err)
 {
   struct run_opts *o = ctx;
@@ -345,6 +382,19 @@ static int run_opt(void *ctx, int key, const char *arg, agt_error_t *err)
     return set_limit(o, "pids", arg, 0, err);
   case OPT_CPU:
     return set_limit(o, "cpu", arg, 0, err);
+  case OPT_CPUS: {
+    uint64_t milli = 0;
+    char buf[32];
+    if (strcmp(arg, "unlimited") == 0)
+      return set_limit(o, "cpu", arg, 0, err);
+    if (parse_cores(arg, &milli, err) < 0)
+      return -1;
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)milli);
+    return set_limit(o, "cpu", buf, 0, err); /* checked as --cpu is */
+  }
+  case OPT_RM:
+    o->rm = 1;
+    return 0;
   case OPT_NOFILE:
     return set_limit(o, "nofile", arg, 0, err);
   case AGT_OPT_JSON:
@@ -736,8 +786,8 @@ static void say_refused(struct agt_ctx *c, const char *name)
 static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, agt_error_t *err)
 {
   struct run_opts o = {
-      c,  json_object(), json_object(), json_object(), json_array(), NULL, NULL, NULL, 0, 0,
-      -1, NULL};
+      c, json_object(), json_object(), json_object(), json_array(), NULL, NULL, NULL, 0, 0, -1,
+      0, NULL};
   const char *agent = agt_config_get(&c->cfg, AGT_CFG_JAIL_AGENT);
   struct agt_detach_keys keys;
   json_t *res = NULL;
@@ -761,6 +811,12 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
       goto out;
     if (i < argc && strcmp(argv[i], "--") == 0)
       i++;
+  }
+  if (o.rm && (o.detach || create)) {
+    agt_error_kind(err, AGT_E_INVALID,
+                   "--rm removes the jail when it exits, which agt waits for: not with %s",
+                   create ? "agt jail create" : "-d");
+    goto out;
   }
   json_object_set_new(o.params, "agent", json_string(agent));
   if (!json_object_get(o.params, "name")) {
@@ -810,10 +866,21 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
   }
   say_policy(&o, agent, res);
   if (!create && !o.detach && !o.json) {
-    r = watch_jail(c, str(res, "name"), 0, interactive && tty, &keys, o.keys, err);
+    int detached = 0;
+    r = watch_jail(c, str(res, "name"), 0, interactive && tty, &keys, o.keys, &detached, err);
     if (r == 0) {
       agt_target_disconnect(&c->target); /* the stream used that connection up */
       say_refused(c, str(res, "name"));
+    }
+    if (r == 0 && o.rm && !detached) {
+      json_t *gone;
+      if (call(c, "jail.rm", json_pack("{s:s}", "name", str(res, "name")), &gone, err) < 0)
+        r = -1;
+      else
+        json_decref(gone);
+    } else if (r == 0 && o.rm) {
+      agt_note(c, "jail %s keeps running, so --rm leaves it: 'agt jail rm -f %s' removes it",
+               str(res, "name"), str(res, "name"));
     }
     goto out;
   }
@@ -856,24 +923,47 @@ static const struct agt_opt json_opts[] = {
     {0, NULL, NULL, NULL},
 };
 
+static const struct agt_opt ls_opts[] = {
+    {'q', "quiet", NULL, "only the names, one a line (for scripts: agt jail rm $(agt jail ls -q))"},
+    AGT_OPT_JSON_ENTRY,
+    {0, NULL, NULL, NULL},
+};
+
 static const struct agt_cmd_help ls_help = {
-    "agt jail ls [--json]",
+    "agt jail ls [-q] [--json]",
     "List the jails: agent, state (and exit code), age, CPU time, memory, attached clients.",
-    json_opts};
+    ls_opts};
+
+static int ls_opt(void *ctx, int key, const char *arg, agt_error_t *err)
+{
+  int *o = ctx; /* [0]: --json, [1]: -q */
+
+  (void)arg;
+  if (key == AGT_OPT_JSON)
+    o[0] = 1;
+  else if (key == 'q')
+    o[1] = 1;
+  else
+    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
+  return 0;
+}
 
 static int jail_ls(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
-  json_t *res;
-  int json = 0, i;
+  json_t *res, *j;
+  int o[2] = {0, 0}, i;
+  size_t k;
 
-  i = agt_cmd_opts(argc, argv, &ls_help, agt_opt_json_only, &json, err);
+  i = agt_cmd_opts(argc, argv, &ls_help, ls_opt, o, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
   if (i < argc)
     return agt_error_kind(err, AGT_E_INVALID, "usage: %s", ls_help.usage);
   if (call(c, "jail.ls", NULL, &res, err) < 0)
     return -1;
-  if (json)
+  if (o[1])
+    json_array_foreach(json_object_get(res, "jails"), k, j) printf("%s\n", str(j, "name"));
+  else if (o[0])
     agt_print_json(json_object_get(res, "jails"));
   else
     agt_print_jails(stdout, json_object_get(res, "jails"));
@@ -1043,7 +1133,8 @@ static int jail_start(struct agt_ctx *c, int argc, char **argv, agt_error_t *err
   if (o.attach) {
     int term = isatty(0) && json_is_true(json_object_get(res, "tty"));
     json_decref(res);
-    return watch_jail(c, name, from, term, &keys, o.keys, err);
+    int detached;
+    return watch_jail(c, name, from, term, &keys, o.keys, &detached, err);
   }
   if (o.json) {
     agt_print_json(res);
@@ -1302,17 +1393,56 @@ static int jail_port(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   return agt_portfwd_run(&p, err);
 }
 
+/* Several names: each in turn, the errors said as they come; a failure for any is agt's
+ * failure at the end (as docker rm and stop do). */
+static int each_name(struct agt_ctx *c, int argc, char **argv, int i, int json,
+                     json_t *(*params)(const char *name, void *ctx), void *ctx, const char *method,
+                     void (*say)(json_t *res, const char *name), agt_error_t *err)
+{
+  json_t *all = json_array();
+  int n = argc - i, failed = 0;
+
+  for (; i < argc; i++) {
+    json_t *res;
+    agt_error_t e = NULL;
+    if (call(c, method, params(argv[i], ctx), &res, &e) < 0) {
+      if (n == 1) {
+        *err = e;
+        json_decref(all);
+        return -1;
+      }
+      fprintf(stderr, "agt: %s\n", e->msg);
+      agt_error_release(&e);
+      failed++;
+      continue;
+    }
+    if (json)
+      json_array_append(all, res);
+    else
+      say(res, argv[i]);
+    json_decref(res);
+  }
+  if (json)
+    agt_print_json(n == 1 ? json_array_get(all, 0) : all);
+  json_decref(all);
+  if (failed)
+    return agt_error_kind(err, AGT_E_STATE, "%s: %d of %d jails failed (said above)", method,
+                          failed, n);
+  return 0;
+}
+
 /* stop */
 
 static const struct agt_opt stop_opts[] = {
-    {'g', "grace", "MS", "milliseconds between SIGTERM and SIGKILL (10000)"},
+    {'t', "time", "SECONDS", "seconds between SIGTERM and SIGKILL (10), as docker stop -t"},
+    {'g', "grace", "MS", "the same in milliseconds (10000)"},
     AGT_OPT_JSON_ENTRY,
     {0, NULL, NULL, NULL},
 };
 
 static const struct agt_cmd_help stop_help = {
-    "agt jail stop [--grace MS] [--json] NAME",
-    "Stop a jail: SIGTERM to its agent, SIGKILL after the grace period; answers once it exited.",
+    "agt jail stop [-t SECONDS] [--json] NAME...",
+    "Stop jails: SIGTERM to each agent, SIGKILL after the grace period; answers once they exited.",
     stop_opts};
 
 struct stop_opts {
@@ -1323,9 +1453,18 @@ struct stop_opts {
 static int stop_opt(void *ctx, int key, const char *arg, agt_error_t *err)
 {
   struct stop_opts *o = ctx;
+  uint64_t s;
 
   if (key == 'g')
     return agt_parse_u64("--grace", arg, &o->grace, err);
+  if (key == 't') {
+    if (agt_parse_u64("-t", arg, &s, err) < 0)
+      return -1;
+    if (s > 86400)
+      return agt_error_kind(err, AGT_E_INVALID, "-t %s: at most a day (86400)", arg);
+    o->grace = s * 1000;
+    return 0;
+  }
   if (key == AGT_OPT_JSON) {
     o->json = 1;
     return 0;
@@ -1333,35 +1472,44 @@ static int stop_opt(void *ctx, int key, const char *arg, agt_error_t *err)
   return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
 }
 
-static void print_state(json_t *res)
+static void print_state(json_t *res, const char *name)
 {
   json_t *code = json_object_get(res, "exit_code");
 
+  (void)name;
   printf("%s: %s", str(res, "name"), str(res, "state"));
   if (code)
     printf(" (exit code %d)", (int)json_integer_value(code));
   printf("\n");
 }
 
+static json_t *stop_params(const char *name, void *ctx)
+{
+  const struct stop_opts *o = ctx;
+  return json_pack("{s:s, s:I}", "name", name, "grace_ms", (json_int_t)o->grace);
+}
+
+/* Names from argv[i..]: at least one. */
+static int names_from(int argc, char **argv, const struct agt_cmd_help *h, agt_opt_fn fn, void *ctx,
+                      agt_error_t *err)
+{
+  int i = agt_cmd_opts(argc, argv, h, fn, ctx, err);
+
+  if (i < 0)
+    return i;
+  if (i >= argc)
+    return agt_error_kind(err, AGT_E_INVALID, "usage: %s", h->usage);
+  return i;
+}
+
 static int jail_stop(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   struct stop_opts o = {10000, 0};
-  const char *name = NULL;
-  json_t *res;
-  int i;
+  int i = names_from(argc, argv, &stop_help, stop_opt, &o, err);
 
-  i = one_name(argc, argv, &stop_help, stop_opt, &o, &name, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
-  if (call(c, "jail.stop", json_pack("{s:s, s:I}", "name", name, "grace_ms", (json_int_t)o.grace),
-           &res, err) < 0)
-    return -1;
-  if (o.json)
-    agt_print_json(res);
-  else
-    print_state(res);
-  json_decref(res);
-  return 0;
+  return each_name(c, argc, argv, i, o.json, stop_params, &o, "jail.stop", print_state, err);
 }
 
 /* rm */
@@ -1373,8 +1521,9 @@ static const struct agt_opt rm_opts[] = {
 };
 
 static const struct agt_cmd_help rm_help = {
-    "agt jail rm [--force] [--json] NAME",
-    "Remove a jail: its directory, overlay and logs (a workspace agtd made goes too).", rm_opts};
+    "agt jail rm [--force] [--json] NAME...",
+    "Remove jails: each one's directory, overlay and logs (a workspace agtd made goes too).",
+    rm_opts};
 
 struct rm_opts {
   int force, json;
@@ -1394,24 +1543,94 @@ static int rm_opt(void *ctx, int key, const char *arg, agt_error_t *err)
   return 0;
 }
 
+static void print_removed(json_t *res, const char *name)
+{
+  (void)res;
+  printf("%s removed\n", name);
+}
+
+static json_t *rm_params(const char *name, void *ctx)
+{
+  const struct rm_opts *o = ctx;
+  return json_pack("{s:s, s:b}", "name", name, "force", o->force);
+}
+
 static int jail_rm(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   struct rm_opts o = {0, 0};
-  const char *name = NULL;
-  json_t *res;
-  int i;
+  int i = names_from(argc, argv, &rm_help, rm_opt, &o, err);
 
-  i = one_name(argc, argv, &rm_help, rm_opt, &o, &name, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
-  if (call(c, "jail.rm", json_pack("{s:s, s:b}", "name", name, "force", o.force), &res, err) < 0)
-    return -1;
-  if (o.json)
-    agt_print_json(res);
-  else
-    printf("%s removed\n", name);
-  json_decref(res);
+  return each_name(c, argc, argv, i, o.json, rm_params, &o, "jail.rm", print_removed, err);
+}
+
+/* prune */
+
+static const struct agt_opt prune_opts[] = {
+    {'f', "force", NULL, "do not ask first"},
+    {0, NULL, NULL, NULL},
+};
+
+static const struct agt_cmd_help prune_help = {
+    "agt jail prune [--force]",
+    "Remove every jail that has exited (asks first; --force without a terminal).", prune_opts};
+
+static int prune_opt(void *ctx, int key, const char *arg, agt_error_t *err)
+{
+  (void)arg;
+  if (key != 'f')
+    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
+  *(int *)ctx = 1;
   return 0;
+}
+
+static int jail_prune(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
+{
+  struct rm_opts o = {0, 0};
+  json_t *res, *j, *names = json_array();
+  int force = 0, i, r = 0;
+  size_t k;
+
+  i = agt_cmd_opts(argc, argv, &prune_help, prune_opt, &force, err);
+  if (i < 0)
+    return json_decref(names), i == -2 ? 0 : -1;
+  if (i < argc) {
+    json_decref(names);
+    return agt_error_kind(err, AGT_E_INVALID, "usage: %s", prune_help.usage);
+  }
+  if (call(c, "jail.ls", NULL, &res, err) < 0) {
+    json_decref(names);
+    return -1;
+  }
+  json_array_foreach(json_object_get(res, "jails"), k,
+                     j) if (strcmp(str(j, "state"), "exited") == 0)
+      json_array_append_new(names, json_string(str(j, "name")));
+  json_decref(res);
+  if (json_array_size(names) == 0) {
+    printf("no jail has exited: nothing to remove\n");
+    json_decref(names);
+    return 0;
+  }
+  if (!force) {
+    cleanup_free char *q = xasprintf("remove %zu exited jail%s?", json_array_size(names),
+                                     json_array_size(names) == 1 ? "" : "s");
+    if (!agt_confirm(q)) {
+      json_decref(names);
+      return agt_error_kind(err, AGT_E_INVALID, "nothing removed%s",
+                            isatty(0) ? "" : ": no terminal to ask on, use --force");
+    }
+  }
+  json_array_foreach(names, k, j)
+  {
+    char *one[] = {(char *)json_string_value(j)};
+    if (each_name(c, 1, one, 0, 0, rm_params, &o, "jail.rm", print_removed, err) < 0) {
+      r = -1;
+      break;
+    }
+  }
+  json_decref(names);
+  return r;
 }
 
 static const struct agt_subcmd subs[] = {
@@ -1425,8 +1644,9 @@ static const struct agt_subcmd subs[] = {
     {"port", jail_port, "forward a local port to a port on the jail's loopback"},
     {"ls", jail_ls, "list the jails"},
     {"inspect", jail_inspect, "everything about one jail, as JSON"},
-    {"stop", jail_stop, "stop a jail"},
-    {"rm", jail_rm, "remove a jail"},
+    {"stop", jail_stop, "stop jails"},
+    {"rm", jail_rm, "remove jails"},
+    {"prune", jail_prune, "remove every jail that has exited"},
 };
 
 int cmd_jail(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)

@@ -96,6 +96,8 @@ static void usage(FILE *f)
   fprintf(f, "\ncommands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+  fprintf(f, "  %-10s %s\n", "help", "'agt help COMMAND [SUB]' is 'agt COMMAND [SUB] --help'");
+  fprintf(f, "  %-10s %s\n", "version", "print agt's version (as --version)");
 }
 
 /* Helpers for the commands. */
@@ -104,7 +106,11 @@ int agt_cmd_opts(int argc, char **argv, const struct agt_cmd_help *h, agt_opt_fn
                  agt_error_t *err)
 {
   static const struct agt_opt none[] = {{0, NULL, NULL, NULL}};
-  int i = agt_opts_parse(argc, argv, h->opts ? h->opts : none, fn, ctx, err);
+  int i;
+
+  if (strstr(h->usage, "COMMAND") == NULL)
+    agt_opts_permute(argc, argv, h->opts ? h->opts : none);
+  i = agt_opts_parse(argc, argv, h->opts ? h->opts : none, fn, ctx, err);
 
   if (i == -2)
     agt_opts_usage(stdout, h->usage, h->summary, h->opts);
@@ -124,6 +130,9 @@ int agt_subcmd_run(struct agt_ctx *c, const char *cmd, const char *summary,
       fprintf(f, "  %-10s %s\n", subs[i].name, subs[i].help);
     return sub ? 0 : agt_error_kind(err, AGT_E_INVALID, "agt %s: which command?", cmd);
   }
+  cleanup_free const char **list = xzalloc((n + 1) * sizeof *list);
+  const char *near;
+
   for (size_t i = 0; i < n; i++) {
     char *more;
     if (strcmp(subs[i].name, sub) == 0)
@@ -131,7 +140,13 @@ int agt_subcmd_run(struct agt_ctx *c, const char *cmd, const char *summary,
     more = xasprintf("%s%s%s", names, i ? ", " : "", subs[i].name);
     free(names);
     names = more;
+    list[i] = subs[i].name;
   }
+  near = agt_closest(sub, list, n);
+  if (near)
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "unknown %s command '%s': did you mean 'agt %s %s'? (%s)", cmd, sub, cmd,
+                          near, names);
   return agt_error_kind(err, AGT_E_INVALID, "unknown %s command '%s' (%s)", cmd, sub, names);
 }
 
@@ -313,6 +328,7 @@ int main(int argc, char **argv)
   struct globals g = {0};
   struct agt_config_paths paths = {0};
   const struct agt_cmd *cmd = NULL;
+  char *help_argv[4];
   agt_error_t err = NULL;
   int i, r = -1, code;
 
@@ -337,11 +353,38 @@ int main(int argc, char **argv)
     usage(stderr);
     return 2;
   }
+  if (strcmp(argv[i], "version") == 0) { /* as docker and podman have it */
+    printf("agt %s\n", AGT_VERSION);
+    return 0;
+  }
+  if (strcmp(argv[i], "help") == 0) { /* agt help [CMD [SUB]]: that command's --help */
+    if (i + 1 >= argc) {
+      usage(stdout);
+      return 0;
+    }
+    static char help_opt[] = "--help";
+    help_argv[0] = argv[i + 1];
+    help_argv[1] = i + 2 < argc ? argv[i + 2] : help_opt;
+    help_argv[2] = i + 2 < argc ? help_opt : NULL;
+    help_argv[3] = NULL;
+    argv = help_argv;
+    argc = help_argv[2] ? 3 : 2;
+    i = 0;
+  }
   for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
     if (strcmp(commands[k].name, argv[i]) == 0)
       cmd = &commands[k];
   if (cmd == NULL) {
-    fprintf(stderr, "agt: unknown command '%s' (agt --help lists them)\n", argv[i]);
+    const char *names[sizeof commands / sizeof commands[0]];
+    const char *near;
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
+      names[k] = commands[k].name;
+    near = agt_closest(argv[i], names, sizeof commands / sizeof commands[0]);
+    if (near)
+      fprintf(stderr, "agt: unknown command '%s': did you mean 'agt %s'? (agt --help lists them)\n",
+              argv[i], near);
+    else
+      fprintf(stderr, "agt: unknown command '%s' (agt --help lists them)\n", argv[i]);
     return 2;
   }
   c.quiet = g.quiet;

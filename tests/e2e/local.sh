@@ -137,6 +137,53 @@ like "and agtd gets the list without it" "$(agt jail inspect oc2 | tr -d ' \n')"
 agt jail rm oc1 >/dev/null
 agt jail rm oc2 >/dev/null
 
+# --- conventions of docker and podman
+run agt jail run --rm --name rm1 -- /bin/sh -c 'echo gone-after'
+is "agt jail run --rm: the command's output" "$OUT" gone-after
+is "and the jail is removed when it exits" "$(agt jail ls -q | grep -c '^rm1$')" 0
+run agt jail run --rm -d -- true
+is "--rm with -d: a usage error" "$RC" 2
+run agt jail run -d --name c1 --cpus 1.5 -- sleep 300
+like "--cpus 1.5: a limit of 1500 thousandths of a core" "$(agt jail inspect c1 | tr -d ' \n')" '"cpu":1500'
+run agt jail run -d --name c2 --cpus 1.2345 -- true
+is "--cpus with more than three decimals: a usage error" "$RC" 2
+agt jail run -d --name c3 -- sleep 300 >/dev/null
+run agt jail ls -q
+like "agt jail ls -q: the names only" "$OUT" "^c1$"
+unlike "without the header" "$OUT" "^NAME"
+t0=$(date +%s)
+run agt jail stop -t 1 c1 c3
+is "agt jail stop -t SECONDS of two jails" "$RC" 0
+like "says each one's state" "$OUT" "^c1: exited"
+like "the other's too" "$OUT" "^c3: exited"
+check "within the grace given (sleep ignores nothing: SIGTERM ends it)" test $(($(date +%s) - t0)) -le 5
+run agt jail inspect c1 --json
+is "an option after the operand (agt jail inspect NAME --json)" "$RC" 0
+run agt jail logs w1 --since 0
+is "agt jail logs NAME --since 0, options after the name" "$OUT" "$(printf 'from-the-project\nNO=localhost,127.0.0.1,::1 no=localhost,127.0.0.1,::1')"
+run agt jail rm c1 no-such c3
+is "agt jail rm of several names, one missing: a failure" "$RC" 1
+like "saying which" "$ERR" "no-such"
+like "the others removed" "$OUT" "^c1 removed$"
+like "all of them" "$OUT" "^c3 removed$"
+run agt jail prune
+is "agt jail prune without a terminal to ask on: refused" "$RC" 2
+run agt jail prune --force
+is "agt jail prune --force" "$RC" 0
+like "removes the exited jails" "$OUT" "^w1 removed$"
+is "none is left" "$(agt jail ls -q)" ""
+run agt version
+like "agt version" "$OUT" "^agt [0-9]"
+run agt help jail run
+like "agt help jail run is its --help" "$OUT" "^usage: agt jail run"
+run agt jial ls
+is "a mistyped command: a usage error" "$RC" 2
+like "with a suggestion" "$ERR" "unknown command 'jial': did you mean 'agt jail'\?"
+run agt jail lss
+like "a mistyped subcommand too" "$ERR" "did you mean 'agt jail ls'\?"
+run agt jail ls --jsno
+like "and a mistyped option" "$ERR" "unknown option '--jsno' \(did you mean --json\?\)"
+
 # --- the Lima-only commands say what to do instead; --help works for every command
 for cmd in up stop down delete reset clone shell status template config jail rootfs verify doctor; do
   run agt "$cmd" --help
@@ -182,7 +229,7 @@ check "the state is still there" test -d "$T/state/rootfs"
 run agt delete --force
 is "agt delete --force removes agtd's state" "$RC" 0
 like "saying what it removed" "$OUT" "^agtd's state '$T/state' deleted \([0-9.]+ MiB on disk\)"
-like "removing the jails first (they outlive agtd)" "$ERR" "^agt: [0-9]+ jails removed$"
+like "removing the jails first (they outlive agtd)" "$ERR" "^agt: [0-9]+ jails? removed$"
 check "agtd is stopped" test -z "$(agtd_pid)"
 check "and the state directory gone" test ! -e "$T/state"
 check "the project's files are untouched" test -f "$T/projects/app/marker"
