@@ -18,6 +18,7 @@
 #include "base64.h"
 #include "cleanup.h"
 #include "cli.h"
+#include "fdrelay.h"
 #include "jailfmt.h"
 #include "rpc.h"
 #include "xalloc.h"
@@ -630,6 +631,7 @@ static int jail_attach(struct ctl *c, int argc, char **argv, agt_error_t *err)
  * own (a child process per connection). */
 static void relay_one(struct ctl *c, const char *name, uint64_t port, int conn)
 {
+  struct agt_fdrelay fr;
   agt_rpc_t rpc;
   agt_error_t err = NULL;
   json_t *res;
@@ -642,32 +644,11 @@ static void relay_one(struct ctl *c, const char *name, uint64_t port, int conn)
     _exit(1);
   }
   json_decref(res);
+  agt_fdrelay_init(&fr, conn, steal_fd(&rpc.fd));
   /* bytes that came right behind the reply are the jail's already */
-  if (rpc.dec.len && write(conn, rpc.dec.buf, rpc.dec.len) < 0)
-    _exit(1);
-  for (;;) {
-    struct pollfd pf[2] = {{.fd = conn, .events = POLLIN}, {.fd = rpc.fd, .events = POLLIN}};
-    char buf[65536];
-    if (poll(pf, 2, -1) < 0) {
-      if (errno == EINTR)
-        continue;
-      _exit(1);
-    }
-    for (int i = 0; i < 2; i++) {
-      ssize_t n;
-      if (!pf[i].revents)
-        continue;
-      n = read(pf[i].fd, buf, sizeof buf);
-      if (n <= 0)
-        _exit(0);
-      for (ssize_t o = 0; o < n;) {
-        ssize_t w = write(pf[1 - i].fd, buf + o, (size_t)(n - o));
-        if (w <= 0)
-          _exit(0);
-        o += w;
-      }
-    }
-  }
+  agt_fdrelay_preload(&fr, 1, rpc.dec.buf, rpc.dec.len);
+  agt_rpc_close(&rpc);
+  _exit(agt_fdrelay_run(&fr) < 0 ? 1 : 0);
 }
 
 static int jail_port(struct ctl *c, int argc, char **argv, agt_error_t *err)

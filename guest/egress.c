@@ -16,10 +16,10 @@
 
 #include "cleanup.h"
 #include "proto.h"
+#include "relay.h"
 #include "xalloc.h"
 
 #define HEADER_MAX 16384
-#define RELAY_HIGH_WATER (1u << 20)
 #define CONNECT_TIMEOUT_MS 30000
 #define NETLOG_MAX (4u << 20)
 
@@ -278,9 +278,8 @@ struct conn {
   uint16_t port;
   int is_connect;
   char addr[INET6_ADDRSTRLEN];
-  uint64_t up, down;
+  agt_relay_t relay; /* C_RELAY: side 0 the client, side 1 upstream */
   uint64_t t0;
-  int client_paused, upstream_paused;
 };
 
 struct agt_egress_s {
@@ -304,6 +303,7 @@ static uint64_t now_ms(void)
   return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* bytes_up and bytes_down: what was delivered to each side, not what was read. */
 static void netlog(agt_egress_t *e, struct conn *c, const char *decision, const char *reason)
 {
   json_t *o =
@@ -316,8 +316,8 @@ static void netlog(agt_egress_t *e, struct conn *c, const char *decision, const 
   if (c->addr[0])
     json_object_set_new(o, "address", json_string(c->addr));
   if (strcmp(decision, "closed") == 0) {
-    json_object_set_new(o, "bytes_up", json_integer((json_int_t)c->up));
-    json_object_set_new(o, "bytes_down", json_integer((json_int_t)c->down));
+    json_object_set_new(o, "bytes_up", json_integer((json_int_t)c->relay.dir[0].delivered));
+    json_object_set_new(o, "bytes_down", json_integer((json_int_t)c->relay.dir[1].delivered));
     json_object_set_new(o, "duration_ms", json_integer((json_int_t)(now_ms() - c->t0)));
   }
   line = json_dumps(o, JSON_COMPACT);
@@ -368,13 +368,19 @@ static void conn_handle_closed(uv_handle_t *h)
     conn_free(c);
 }
 
-static void conn_close(struct conn *c)
+/* Close at once (both sockets: what is still queued is dropped).  reason: why a relayed
+ * connection ended early, for the log. */
+static void conn_close_why(struct conn *c, const char *reason)
 {
   if (c->state == C_CLOSING)
     return;
-  if (c->state == C_RELAY)
-    netlog(c->e, c, "closed", NULL);
+  if (c->state == C_RELAY) {
+    agt_relay_stop(&c->relay);
+    netlog(c->e, c, "closed", reason);
+  }
   c->state = C_CLOSING;
+  c->client.data = c; /* the relay had them */
+  c->upstream.data = c;
   if (c->gai_pending)
     uv_cancel((uv_req_t *)&c->gai);
   uv_close((uv_handle_t *)&c->client, conn_handle_closed);
@@ -383,14 +389,16 @@ static void conn_close(struct conn *c)
     uv_close((uv_handle_t *)&c->upstream, conn_handle_closed);
 }
 
+static void conn_close(struct conn *c)
+{
+  conn_close_why(c, NULL);
+}
+
 struct wreq {
   uv_write_t req;
   struct conn *c;
   char *data;
-  int to_upstream;
 };
-
-static void resume_reads(struct conn *c);
 
 static void write_done(uv_write_t *w, int status)
 {
@@ -399,25 +407,19 @@ static void write_done(uv_write_t *w, int status)
 
   free(wr->data);
   free(wr);
-  if (status < 0) {
+  if (status < 0 && status != UV_ECANCELED)
     conn_close(c);
-    return;
-  }
-  if (c->state == C_RELAY)
-    resume_reads(c);
 }
 
-/* Queue data (taken) on a stream. */
-static void send_data(struct conn *c, int to_upstream, char *data, size_t len)
+/* Queue the proxy's own answer (taken) to the client. */
+static void send_client(struct conn *c, char *data, size_t len)
 {
   struct wreq *wr = xzalloc(sizeof *wr);
   uv_buf_t b = uv_buf_init(data, (unsigned)len);
-  uv_stream_t *s = to_upstream ? (uv_stream_t *)&c->upstream : (uv_stream_t *)&c->client;
 
   wr->c = c;
   wr->data = data;
-  wr->to_upstream = to_upstream;
-  if (uv_write(&wr->req, s, &b, 1, write_done) < 0) {
+  if (uv_write(&wr->req, (uv_stream_t *)&c->client, &b, 1, write_done) < 0) {
     free(data);
     free(wr);
     conn_close(c);
@@ -450,7 +452,7 @@ static void refuse(struct conn *c, int code, const char *reason)
   netlog(c->e, c, code == 403 || code == 429 ? "blocked" : "failed", reason);
   c->state = C_REFUSING;
   uv_read_stop((uv_stream_t *)&c->client);
-  send_data(c, 0, resp, strlen(resp));
+  send_client(c, resp, strlen(resp));
   if (c->state == C_CLOSING) {
     free(sd);
     return;
@@ -470,59 +472,16 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
   buf->len = 65536;
 }
 
-static void touch(struct conn *c)
-{
-  uv_timer_again(&c->timer);
-}
-
-static void resume_reads(struct conn *c);
-
-static void relay_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
-{
-  struct conn *c = s->data;
-  int from_client = s == (uv_stream_t *)&c->client;
-  uv_stream_t *dst = from_client ? (uv_stream_t *)&c->upstream : (uv_stream_t *)&c->client;
-
-  if (n <= 0) {
-    free(buf->base);
-    if (n < 0)
-      conn_close(c);
-    return;
-  }
-  touch(c);
-  if (from_client)
-    c->up += (uint64_t)n;
-  else
-    c->down += (uint64_t)n;
-  send_data(c, from_client, buf->base, (size_t)n);
-  if (c->state == C_RELAY && uv_stream_get_write_queue_size(dst) > RELAY_HIGH_WATER) {
-    uv_read_stop(s);
-    if (from_client)
-      c->client_paused = 1;
-    else
-      c->upstream_paused = 1;
-  }
-}
-
-static void resume_reads(struct conn *c)
-{
-  if (c->client_paused &&
-      uv_stream_get_write_queue_size((uv_stream_t *)&c->upstream) < RELAY_HIGH_WATER / 2) {
-    c->client_paused = 0;
-    uv_read_start((uv_stream_t *)&c->client, alloc_cb, relay_read);
-  }
-  if (c->upstream_paused &&
-      uv_stream_get_write_queue_size((uv_stream_t *)&c->client) < RELAY_HIGH_WATER / 2) {
-    c->upstream_paused = 0;
-    uv_read_start((uv_stream_t *)&c->upstream, alloc_cb, relay_read);
-  }
-}
-
 static void idle_cb(uv_timer_t *t)
 {
   struct conn *c = t->data;
 
   if (c->state == C_RELAY) {
+    uint64_t idle = uv_now(c->e->loop) - c->relay.last_ms;
+    if (idle < c->e->policy.idle_ms) { /* bytes moved meanwhile */
+      uv_timer_start(&c->timer, idle_cb, c->e->policy.idle_ms - idle, 0);
+      return;
+    }
     netlog(c->e, c, "idle", "idle timeout");
     conn_close(c);
   } else if (c->state == C_RESOLVING || c->state == C_CONNECTING) {
@@ -533,6 +492,13 @@ static void idle_cb(uv_timer_t *t)
   } else {
     conn_close(c);
   }
+}
+
+static void relay_done(agt_relay_t *r, int status)
+{
+  struct conn *c = r->data;
+
+  conn_close_why(c, status < 0 ? uv_strerror(status) : NULL);
 }
 
 static void connected(uv_connect_t *req, int status)
@@ -553,20 +519,24 @@ static void connected(uv_connect_t *req, int status)
     return;
   }
   netlog(c->e, c, "allowed", NULL);
-  c->state = C_RELAY;
-  uv_timer_stop(&c->timer);
-  uv_timer_start(&c->timer, idle_cb, c->e->policy.idle_ms, c->e->policy.idle_ms);
   if (c->is_connect) {
     char *ok = xstrdup("HTTP/1.1 200 Connection established\r\n\r\n");
-    send_data(c, 0, ok, strlen(ok));
+    send_client(c, ok, strlen(ok));
+    if (c->state == C_CLOSING)
+      return;
   }
-  if (c->forward) {
-    c->up += c->forward_len;
-    send_data(c, 1, c->forward, c->forward_len);
-    c->forward = NULL;
+  c->state = C_RELAY;
+  agt_relay_init(&c->relay, (uv_stream_t *)&c->client, (uv_stream_t *)&c->upstream, relay_done, c);
+  uv_timer_stop(&c->timer);
+  uv_timer_start(&c->timer, idle_cb, c->e->policy.idle_ms, 0);
+  if (c->forward) { /* the request head (plain HTTP) or what followed CONNECT's head */
+    int rc = agt_relay_write(&c->relay, 1, steal_pointer(&c->forward), c->forward_len);
+    if (rc < 0) {
+      conn_close_why(c, uv_strerror(rc));
+      return;
+    }
   }
-  uv_read_start((uv_stream_t *)&c->client, alloc_cb, relay_read);
-  uv_read_start((uv_stream_t *)&c->upstream, alloc_cb, relay_read);
+  agt_relay_start(&c->relay);
 }
 
 static void resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)

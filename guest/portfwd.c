@@ -12,143 +12,103 @@
 
 #include "daemon.h"
 #include "jail.h"
+#include "relay.h"
 #include "server.h"
 #include "xalloc.h"
 
-#define RELAY_HIGH (1u << 20)
-
-struct agt_relay_s {
+struct agt_portfwd_s {
   struct agt_client_s *client; /* NULL once the client is gone */
   uv_tcp_t sock;               /* the jail's side */
   uv_connect_t connect_req;
+  agt_relay_t relay; /* side 0 the client's connection, side 1 the jail's port */
   uint64_t id;
   unsigned port;
   char *name;
-  int connected, closing, paused;
+  int closing;
 };
 
-static void relay_closed(uv_handle_t *h)
+static void sock_closed(uv_handle_t *h)
 {
-  struct agt_relay_s *r = h->data;
+  struct agt_portfwd_s *p = h->data;
 
-  free(r->name);
-  free(r);
+  free(p->name);
+  free(p);
 }
 
-static void relay_shutdown(struct agt_relay_s *r)
+/* Close the jail's side (the client's connection is closed by whoever calls this). */
+static void close_sock(struct agt_portfwd_s *p)
 {
-  struct agt_client_s *c = r->client;
-
-  if (r->closing)
+  if (p->closing)
     return;
-  r->closing = 1;
-  r->client = NULL;
-  if (c) {
-    c->relay = NULL;
-    agt_client_finish(c);
-  }
-  uv_close((uv_handle_t *)&r->sock, relay_closed);
+  p->closing = 1;
+  agt_relay_stop(&p->relay);
+  p->sock.data = p; /* the relay had it */
+  uv_close((uv_handle_t *)&p->sock, sock_closed);
 }
 
-void agt_relay_close(struct agt_relay_s *r)
+void agt_portfwd_close(struct agt_portfwd_s *p)
 {
-  if (r->client)
-    r->client->relay = NULL;
-  r->client = NULL;
-  relay_shutdown(r);
+  if (p->client)
+    p->client->portfwd = NULL;
+  p->client = NULL;
+  close_sock(p);
 }
 
-static void jail_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+/* Both directions ended (each side half-closed after the other's last byte), or one failed:
+ * close both. */
+static void relay_done(agt_relay_t *r, int status)
 {
-  struct agt_relay_s *r = s->data;
+  struct agt_portfwd_s *p = r->data;
+  struct agt_client_s *c = p->client;
 
-  if (n < 0) {
-    relay_shutdown(r);
-    return;
-  }
-  if (n == 0 || r->client == NULL)
-    return;
-  agt_client_send_raw(r->client, buf->base, (size_t)n);
-  if (r->client && r->client->out_queued > RELAY_HIGH) {
-    uv_read_stop(s);
-    r->paused = 1;
-  }
-}
-
-void agt_relay_drained(struct agt_relay_s *r)
-{
-  if (r->paused && !r->closing && r->client && r->client->out_queued < RELAY_HIGH / 2) {
-    r->paused = 0;
-    uv_read_start((uv_stream_t *)&r->sock, agtd_read_buffer, jail_read);
-  }
-}
-
-struct relay_write {
-  uv_write_t req;
-  char *data;
-};
-
-static void to_jail_done(uv_write_t *w, int status)
-{
-  struct relay_write *rw = (struct relay_write *)w;
-
-  (void)status;
-  free(rw->data);
-  free(rw);
-}
-
-void agt_relay_from_client(struct agt_relay_s *r, const char *data, size_t len)
-{
-  struct relay_write *rw;
-  uv_buf_t b;
-
-  if (r->closing || len == 0)
-    return;
-  rw = xzalloc(sizeof *rw);
-  rw->data = xmalloc(len);
-  memcpy(rw->data, data, len);
-  b = uv_buf_init(rw->data, (unsigned)len);
-  if (uv_write(&rw->req, (uv_stream_t *)&r->sock, &b, 1, to_jail_done) < 0) {
-    free(rw->data);
-    free(rw);
-    relay_shutdown(r);
-  }
+  if (status < 0)
+    agtd_log("jail '%s' port %u: relay ended: %s", p->name, p->port, uv_strerror(status));
+  agt_portfwd_close(p);
+  if (c)
+    agt_client_close(c);
 }
 
 static void connected(uv_connect_t *req, int status)
 {
-  struct agt_relay_s *r = req->data;
+  struct agt_portfwd_s *p = req->data;
+  struct agt_client_s *c = p->client;
+  char *pending;
+  size_t len;
   json_t *reply;
+  int rc;
 
-  if (r->client == NULL) {
-    relay_shutdown(r);
+  if (c == NULL) {
+    close_sock(p);
     return;
   }
   if (status < 0) {
     agt_error_t err = NULL;
-    struct agt_client_s *c = r->client;
-    agt_error_kind(&err, AGT_E_STATE, "jail '%s' has nothing listening on port %u: %s", r->name,
-                   r->port, uv_strerror(status));
-    c->relay = NULL;
-    r->client = NULL;
-    agt_reply_error(c, r->id, err);
+    agt_error_kind(&err, AGT_E_STATE, "jail '%s' has nothing listening on port %u: %s", p->name,
+                   p->port, uv_strerror(status));
+    agt_portfwd_close(p);
+    agt_reply_error(c, p->id, err);
     agt_error_release(&err);
     agt_client_resume(c);
-    relay_shutdown(r);
     return;
   }
-  r->connected = 1;
-  reply = json_pack("{s:s, s:i, s:b}", "name", r->name, "port", (int)r->port, "connected", 1);
-  agt_reply(r->client, r->id, reply);
+  reply = json_pack("{s:s, s:i, s:b}", "name", p->name, "port", (int)p->port, "connected", 1);
+  agt_reply(c, p->id, reply);
   json_decref(reply);
-  agt_client_go_raw(r->client); /* from here on, raw bytes both ways */
-  uv_read_start((uv_stream_t *)&r->sock, agtd_read_buffer, jail_read);
+  /* from here on, raw bytes both ways: the reply is queued ahead of them */
+  agt_client_go_raw(c, &pending, &len);
+  agt_relay_init(&p->relay, (uv_stream_t *)&c->pipe, (uv_stream_t *)&p->sock, relay_done, p);
+  rc = agt_relay_write(&p->relay, 1, pending, len);
+  if (rc < 0) {
+    relay_done(&p->relay, rc);
+    return;
+  }
+  agt_relay_start(&p->relay);
 }
 
 int agt_portfwd_open(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, unsigned port,
                      agt_error_t *err)
 {
-  struct agt_relay_s *r;
+  struct agt_portfwd_s *r;
   struct sockaddr_in sa;
   char path[64];
   int nsfd, fd, e = 0;
@@ -181,7 +141,7 @@ int agt_portfwd_open(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, 
   uv_tcp_init(j->d->loop, &r->sock);
   r->sock.data = r;
   r->connect_req.data = r;
-  c->relay = r;
+  c->portfwd = r;
   agt_client_hold(c);
   memset(&sa, 0, sizeof sa);
   sa.sin_family = AF_INET;
@@ -189,10 +149,8 @@ int agt_portfwd_open(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, 
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (uv_tcp_open(&r->sock, fd) < 0 ||
       uv_tcp_connect(&r->connect_req, &r->sock, (struct sockaddr *)&sa, connected) < 0) {
-    c->relay = NULL;
-    r->client = NULL;
+    agt_portfwd_close(r);
     agt_client_resume(c);
-    relay_shutdown(r);
     return agt_error_kind(err, AGT_E_INTERNAL, "connect to port %u in jail '%s'", port, j->name);
   }
   return 0;

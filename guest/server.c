@@ -114,8 +114,6 @@ static void write_cb(uv_write_t *w, int status)
     client_close(c);
   else if (c->stream)
     agt_stream_drained(c->stream);
-  else if (c->relay)
-    agt_relay_drained(c->relay);
   else if (c->exec)
     agt_exec_drained(c->exec);
   agt_client_unref(c);
@@ -191,41 +189,20 @@ void agt_client_resume(agt_client_t *c)
   read_cb((uv_stream_t *)&c->pipe, 0, &(uv_buf_t){.base = NULL, .len = 0});
 }
 
-void agt_client_go_raw(agt_client_t *c)
+void agt_client_go_raw(agt_client_t *c, char **pending, size_t *len)
 {
-  c->relay_raw = 1;
+  c->raw = 1;
   c->held = 0;
   if (c->timers)
     uv_timer_stop(&c->frame_timer); /* raw bytes have no frames */
-  if (c->dec.len > 0 && c->relay)
-    agt_relay_from_client(c->relay, (const char *)c->dec.buf, c->dec.len);
+  *len = c->dec.len;
+  *pending = NULL;
+  if (c->dec.len > 0) {
+    *pending = xmalloc(c->dec.len);
+    memcpy(*pending, c->dec.buf, c->dec.len);
+  }
   agt_decoder_release(&c->dec);
   agt_decoder_init(&c->dec);
-  uv_read_start((uv_stream_t *)&c->pipe, agtd_read_buffer, read_cb);
-}
-
-void agt_client_send_raw(agt_client_t *c, const void *data, size_t len)
-{
-  struct write_req *wr;
-  uv_buf_t buf;
-
-  if (c->closed || len == 0)
-    return;
-  wr = xzalloc(sizeof *wr);
-  wr->client = c;
-  wr->len = len;
-  wr->frame = xmalloc(len);
-  memcpy(wr->frame, data, len);
-  buf = uv_buf_init((char *)wr->frame, (unsigned)len);
-  c->out_queued += len;
-  agt_client_ref(c);
-  if (uv_write(&wr->req, (uv_stream_t *)&c->pipe, &buf, 1, write_cb) < 0) {
-    c->out_queued -= len;
-    free(wr->frame);
-    free(wr);
-    agt_client_unref(c);
-    client_close(c);
-  }
 }
 
 void agt_reply(agt_client_t *c, uint64_t id, json_t *result)
@@ -336,8 +313,8 @@ static void client_close(agt_client_t *c)
   c->closed = 1;
   if (c->stream)
     agt_stream_close(c->stream);
-  if (c->relay)
-    agt_relay_close(c->relay);
+  if (c->portfwd)
+    agt_portfwd_close(c->portfwd);
   if (c->exec) {
     agt_exec_client_gone(c->exec);
     c->exec = NULL;
@@ -354,6 +331,7 @@ static void client_close(agt_client_t *c)
     agt_client_ref(c);
     uv_close((uv_handle_t *)&c->frame_timer, timer_closed_cb);
   }
+  c->pipe.data = c; /* a relay may have had it */
   uv_close((uv_handle_t *)&c->pipe, closed_cb);
 }
 
@@ -383,19 +361,22 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
   agt_error_t err = NULL;
   int r, took = 0;
 
+  if (n == UV_EOF && !c->closed) {
+    /* The client half-closed: it sends nothing more, but what it asked for still reaches
+     * it.  A stream or a command's output goes on to its end (which closes); otherwise the
+     * replies already queued are written, then the connection closes. */
+    uv_read_stop(s);
+    if (c->stream == NULL && c->exec == NULL)
+      agt_client_finish(c);
+    return;
+  }
   if (n < 0) {
     client_close(c);
     return;
   }
-  if (c->relay_raw) {
-    if (c->relay)
-      agt_relay_from_client(c->relay, buf->base, (size_t)n);
-    return;
-  }
   agt_decoder_feed(&c->dec, buf->base, (size_t)n);
   agt_client_ref(c);
-  while (!c->closed && !c->held && !c->relay_raw &&
-         (r = agt_decoder_next(&c->dec, &msg, &err)) != 0) {
+  while (!c->closed && !c->held && !c->raw && (r = agt_decoder_next(&c->dec, &msg, &err)) != 0) {
     took = 1;
     if (r < 0) {
       agt_reply_error(c, 0, err);
@@ -414,7 +395,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     uv_timer_stop(&c->hello_timer);
   /* A frame begun and not whole: its deadline runs from its first byte (restarted when
    * this read finished earlier frames, since what is left began in it). */
-  if (!c->closed && !c->held && !c->relay_raw && c->timers) {
+  if (!c->closed && !c->held && !c->raw && c->timers) {
     if (c->dec.len == 0 && c->dec.skip == 0)
       uv_timer_stop(&c->frame_timer);
     else if (took || !uv_is_active((uv_handle_t *)&c->frame_timer))

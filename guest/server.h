@@ -23,12 +23,12 @@ struct agt_client_s {
   int refs;   /* the connection itself plus one per request answered later */
   int closed; /* the connection is gone; replies are dropped */
   size_t out_queued;
-  struct agt_stream_s *stream; /* set once the connection has become a stream */
-  struct agt_relay_s *relay;   /* jail.port: the jail's side of a forwarded connection */
-  int relay_raw;               /* ... connected: the connection now carries raw bytes */
-  int held;                    /* not reading for now */
-  struct agt_exec_s *exec;     /* jail.exec: the command whose output this carries */
-  uid_t uid;                   /* the peer's, from SO_PEERCRED */
+  struct agt_stream_s *stream;   /* set once the connection has become a stream */
+  struct agt_portfwd_s *portfwd; /* jail.port: the jail's side of a forwarded connection */
+  int raw;                       /* ... connected: raw bytes, read and written by the relay */
+  int held;                      /* not reading for now */
+  struct agt_exec_s *exec;       /* jail.exec: the command whose output this carries */
+  uid_t uid;                     /* the peer's, from SO_PEERCRED */
   pid_t pid;
   /* Deadlines: the hello, from the connection on; a frame, from its first byte on.  An
    * idle connection between frames has none (jail.wait, logs -f, attach, relays). */
@@ -76,10 +76,10 @@ void agt_client_send(agt_client_t *c, json_t *msg);
 void agt_client_hold(agt_client_t *c);
 /* ... and go on with requests (the port could not be reached), or ... */
 void agt_client_resume(agt_client_t *c);
-/* ... carry raw bytes: what the client sent after the request goes to the relay. */
-void agt_client_go_raw(agt_client_t *c);
-/* Send raw bytes (a forwarded port's data). */
-void agt_client_send_raw(agt_client_t *c, const void *data, size_t len);
+/* ... carry raw bytes: requests are no longer read; the caller reads and writes c->pipe
+ * (until it closes the client), and takes in *pending what the client sent after the request
+ * (malloc'd, or NULL with *len 0). */
+void agt_client_go_raw(agt_client_t *c, char **pending, size_t *len);
 void agt_client_close(agt_client_t *c);
 /* Close after the replies already queued have been written. */
 void agt_client_finish(agt_client_t *c);

@@ -13,23 +13,12 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fdrelay.h"
 #include "rpc.h"
 #include "xalloc.h"
 
-#define HALF_BUF 65536
-
-/* One direction of a relay: bytes read from one side, not yet written to the other. */
-struct half {
-  char buf[HALF_BUF];
-  size_t off, len;
-  int eof;  /* the source ended */
-  int shut; /* and the destination was shut for writing */
-};
-
 struct relay {
-  int fd[2];        /* 0: the connection accepted here; 1: the one to agtd */
-  struct half h[2]; /* h[i]: from fd[i] to fd[1 - i] */
-  int dead;
+  struct agt_fdrelay fr; /* fd 0: the connection accepted here; fd 1: the one to agtd */
   struct relay *next;
 };
 
@@ -81,22 +70,6 @@ static int listen_on(unsigned port, unsigned *got, agt_error_t *err)
   return fd;
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-  const char *p = data;
-
-  while (len > 0) {
-    ssize_t w = write(fd, p, len);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return -1;
-    p += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
 /* A connection accepted: its own connection to agtd, jail.port on it, then a relay. */
 static struct relay *start_relay(struct agt_portfwd *p, int conn)
 {
@@ -119,70 +92,17 @@ static struct relay *start_relay(struct agt_portfwd *p, int conn)
     return NULL;
   }
   json_decref(res);
-  /* bytes that came right behind the reply are the jail's already */
-  if (rpc.dec.len && write_all(conn, rpc.dec.buf, rpc.dec.len) < 0) {
-    agt_rpc_close(&rpc);
-    close(conn);
-    return NULL;
-  }
   r = xzalloc(sizeof *r);
-  r->fd[0] = conn;
-  r->fd[1] = steal_fd(&rpc.fd);
+  agt_fdrelay_init(&r->fr, conn, steal_fd(&rpc.fd));
+  /* bytes that came right behind the reply are the jail's already */
+  agt_fdrelay_preload(&r->fr, 1, rpc.dec.buf, rpc.dec.len);
   agt_rpc_close(&rpc);
-  set_flags(r->fd[0]);
-  set_flags(r->fd[1]);
   return r;
-}
-
-/* Move what can move without waiting. */
-static void pump(struct relay *r)
-{
-  for (int i = 0; i < 2 && !r->dead; i++) {
-    struct half *h = &r->h[i];
-    while (h->len > 0) {
-      ssize_t w = write(r->fd[1 - i], h->buf + h->off, h->len);
-      if (w < 0 && errno == EINTR)
-        continue;
-      if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-        break;
-      if (w <= 0) {
-        r->dead = 1;
-        break;
-      }
-      h->off += (size_t)w;
-      h->len -= (size_t)w;
-    }
-    if (h->len == 0)
-      h->off = 0;
-    if (h->eof && h->len == 0 && !h->shut) {
-      shutdown(r->fd[1 - i], SHUT_WR);
-      h->shut = 1;
-    }
-  }
-}
-
-static void read_side(struct relay *r, int i)
-{
-  struct half *h = &r->h[i];
-  ssize_t n;
-
-  do
-    n = read(r->fd[i], h->buf, sizeof h->buf);
-  while (n < 0 && errno == EINTR);
-  if (n > 0) {
-    h->off = 0;
-    h->len = (size_t)n;
-  } else if (n == 0) {
-    h->eof = 1;
-  } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
-    r->dead = 1;
-  }
 }
 
 static void relay_free(struct relay *r)
 {
-  close(r->fd[0]);
-  close(r->fd[1]);
+  agt_fdrelay_release(&r->fr);
   free(r);
 }
 
@@ -253,8 +173,8 @@ int agt_portfwd_run(struct agt_portfwd *p, agt_error_t *err)
 
     for (struct relay **pp = &relays; *pp;) {
       struct relay *r = *pp;
-      pump(r);
-      if (r->dead || (r->h[0].shut && r->h[1].shut)) {
+      agt_fdrelay_pump(&r->fr);
+      if (agt_fdrelay_finished(&r->fr)) {
         *pp = r->next;
         relay_free(r);
         continue;
@@ -278,14 +198,10 @@ int agt_portfwd_run(struct agt_portfwd *p, agt_error_t *err)
     pr[n++] = NULL;
     for (struct relay *r = relays; r; r = r->next)
       for (int i = 0; i < 2; i++) {
-        short ev = 0;
-        if (r->h[i].len == 0 && !r->h[i].eof)
-          ev |= POLLIN;
-        if (r->h[1 - i].len > 0)
-          ev |= POLLOUT;
+        short ev = agt_fdrelay_events(&r->fr, i);
         if (ev == 0)
           continue; /* a side that ended and has nothing to take: not watched */
-        pf[n].fd = r->fd[i];
+        pf[n].fd = r->fr.fd[i];
         pf[n].events = ev;
         pr[n++] = r;
       }
@@ -305,10 +221,8 @@ int agt_portfwd_run(struct agt_portfwd *p, agt_error_t *err)
     }
     for (size_t i = 3; i < n; i++) {
       struct relay *r = pr[i];
-      int side = r->fd[0] == pf[i].fd ? 0 : 1;
-      if ((pf[i].revents & (POLLIN | POLLHUP | POLLERR)) && r->h[side].len == 0 &&
-          !r->h[side].eof && !r->dead)
-        read_side(r, side);
+      if (pf[i].revents)
+        agt_fdrelay_ready(&r->fr, r->fr.fd[0] == pf[i].fd ? 0 : 1, pf[i].revents);
     }
     if (pf[1].revents) {
       int conn = accept(lfd, NULL, NULL);

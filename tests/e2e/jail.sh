@@ -301,6 +301,30 @@ is "agt jail port of an exited jail fails" "$RC" 1
 like "saying so" "$ERR" "jail 'b1' is exited"
 agt jail rm --force web >/dev/null
 
+# --- every byte through agt jail port and agt jail exec: transfers of a known pattern
+# (probe xfer) around the relays' buffer sizes and 64 MiB; the server closes first, the
+# client half-closes, a slow reader; each checked by length and hash
+agt jail run -d --name xfer -- probe xfer serve 8080 >/dev/null
+"$AGT" jail port xfer 8080 0 >"$T/xport.out" 2>"$T/xport.err" &
+PORTER=$!
+wait_until 10 grep -q forwarding "$T/xport.out"
+LPORT=$(sed -n 's/^forwarding 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/xport.out")
+out=$(for m in down half echo up; do for n in 0 1 65535 65537 1048577 67108864; do
+  "$PROBE" xfer get "$m" "$n" 127.0.0.1 "$LPORT"
+done; done
+"$PROBE" xfer get down 4194305 127.0.0.1 "$LPORT" 200
+"$PROBE" xfer get up 4194305 127.0.0.1 "$LPORT" 200)
+is "agt jail port: 26 transfers, each complete and intact" "$(grep -c '^ok ' <<<"$out")" 26
+printf '%s\n' "$out" | grep -v '^ok ' | head -5 | sed 's/^/#   /'
+kill -INT "$PORTER"
+wait "$PORTER"
+PORTER=
+like "agt jail exec: 64 MiB of output, intact" \
+  "$(agt jail exec xfer -- probe xfer gen 67108864 | "$PROBE" xfer check 67108864)" "^ok stream 67108864 hash="
+like "agt jail exec: a slow reader gets all of it" \
+  "$(agt jail exec xfer -- probe xfer gen 4194305 | "$PROBE" xfer check 4194305 200)" "^ok stream 4194305 hash="
+agt jail rm --force xfer >/dev/null
+
 # --- logs -f: 4.5 million numbered lines (about 57 MB) as fast as the jail writes them, with
 # the default 8 MiB log on disk; the follower, over SSH, gets every line in order.
 run agt jail create --name spam -- probe spam 4500000

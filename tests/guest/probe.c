@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+int probe_xfer(int argc, char **argv); /* xfer.c */
+
 static int escaped(const char *what)
 {
   printf("ESCAPED: %s\n", what);
@@ -346,9 +348,11 @@ int main(int argc, char **argv)
     return v_spam(argc, argv);
   if (!strcmp(v, "net"))
     return v_net(argc, argv);
+  if (!strcmp(v, "xfer"))
+    return probe_xfer(argc, argv);
   if (!strcmp(v, "exit"))
     return argc > 2 ? atoi(argv[2]) : 0;
   fprintf(stderr, "usage: probe write|read|ls|ps|escape-chroot|proc-root|fds|forkbomb|memhog|"
-                  "status|sleep|spam|net|exit ...\n");
+                  "status|sleep|spam|net|xfer|exit ...\n");
   return 2;
 }
