@@ -81,12 +81,40 @@ measure() { # NAME ARGS...
   [ -n "$(field "$out" bulk_mib_s 1)" ] || die "$1: the run did not complete: $out"
   printf '%s\n' "$out"
 }
-direct=$(measure direct --net open -- netbench run 127.0.0.1 "$PORT" "$ROUNDS" "$BYTES")
-proxy=$(measure proxied --allow "127.0.0.1:$PORT" -- netbench run 127.0.0.1 "$PORT" "$ROUNDS" "$BYTES" 3128)
+# PAIRS runs of each, alternating (direct, proxied, direct, ...), so that load from others on
+# the machine falls on both alike; every run is shown, and the table has the medians.
+PAIRS=${BENCH_PROXY_PAIRS:-5}
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+: >"$T/direct.all"
+: >"$T/proxy.all"
+echo
+echo "3. Egress proxy: $PAIRS runs each, alternating (bulk MiB/s, round trip p50 us):"
+# agtd's loop thread: CPU time, time spent runnable but waiting for a CPU, and wakeups
+# (/proc/PID/task/TID/schedstat), summed over the proxied runs
+sched() { cat "/proc/$AGTD_PID/task/$AGTD_PID/schedstat"; }
+wait_ns=0
+slices=0
+cpu_ns=0
+for i in $(seq 1 "$PAIRS"); do
+  d=$(measure "direct-$i" --net open -- netbench run 127.0.0.1 "$PORT" "$ROUNDS" "$BYTES")
+  read -r c0 w0 s0 <<<"$(sched)"
+  p=$(measure "proxied-$i" --allow "127.0.0.1:$PORT" -- netbench run 127.0.0.1 "$PORT" "$ROUNDS" "$BYTES" 3128)
+  read -r c1 w1 s1 <<<"$(sched)"
+  cpu_ns=$((cpu_ns + c1 - c0))
+  wait_ns=$((wait_ns + w1 - w0))
+  slices=$((slices + s1 - s0))
+  printf '%s\n' "$d" >>"$T/direct.all"
+  printf '%s\n' "$p" >>"$T/proxy.all"
+  printf '   run %d: direct %8s %7s   via proxy %8s %7s   (load %s)\n' "$i" "$(field "$d" bulk_mib_s 1)" \
+    "$(field "$d" rtt_us 1)" "$(field "$p" bulk_mib_s 1)" "$(field "$p" rtt_us 1)" "$(cut -d' ' -f1 /proc/loadavg)"
+done
+med() { # FILE KEY INDEX: the median over the runs
+  awk -v k="$2" -v i="$3" '$1 == k { print $(i + 1) }' "$1" | median
+}
 
 echo
-echo "3. Egress proxy: one client in a jail, the same server on the guest's loopback,"
-echo "   $ROUNDS connections, $ROUNDS round trips of 64 bytes, $((BYTES >> 20)) MiB bulk (load $(cut -d' ' -f1 /proc/loadavg))"
+echo "   One client in a jail, the same server on the guest's loopback, $ROUNDS connections,"
+echo "   $ROUNDS round trips of 64 bytes, $((BYTES >> 20)) MiB bulk; medians of $PAIRS runs"
 printf '   %-34s %12s %12s %12s\n' "" direct "via proxy" added
 for m in "connect_us 1:new connection to first answer, p50 us" "connect_us 2:new connection to first answer, p99 us" \
   "rtt_us 1:round trip on a connection, p50 us" "rtt_us 2:round trip on a connection, p99 us"; do
@@ -94,10 +122,21 @@ for m in "connect_us 1:new connection to first answer, p50 us" "connect_us 2:new
   rest=${m#* }
   idx=${rest%%:*}
   label=${rest#*:}
-  d=$(field "$direct" "$key" "$idx")
-  p=$(field "$proxy" "$key" "$idx")
+  d=$(med "$T/direct.all" "$key" "$idx")
+  p=$(med "$T/proxy.all" "$key" "$idx")
   printf '   %-34s %12s %12s %12s\n' "$label" "$d" "$p" "$(awk -v a="$d" -v b="$p" 'BEGIN { printf "%+.1f", b - a }')"
 done
-d=$(field "$direct" bulk_mib_s 1)
-p=$(field "$proxy" bulk_mib_s 1)
+d=$(med "$T/direct.all" bulk_mib_s 1)
+p=$(med "$T/proxy.all" bulk_mib_s 1)
 printf '   %-34s %12s %12s %12s\n' "bulk throughput, MiB/s" "$d" "$p" "$(awk -v a="$d" -v b="$p" 'BEGIN { printf "%.0f%%", 100 * b / a }')"
+echo
+echo "   agtd's loop thread over the proxied runs (jail start and rm included): $((cpu_ns / 1000000)) ms of CPU,"
+echo "   $slices times on a CPU, waiting $((wait_ns / 1000000)) ms in all for one, $(awk -v w="$wait_ns" -v s="$slices" 'BEGIN { printf "%.1f", s ? w / s / 1000 : 0 }') us on average"
+
+# What the relay's method costs, on its own (no agtd, no jail): read/write buffer sizes
+# against splice() through a pipe.
+if [ -x "$BUILD/bench/relaycost" ]; then
+  echo
+  echo "   A relay between two loopback connections, 1 GiB, by method (bench/relaycost.c):"
+  "$BUILD/bench/relaycost" 1073741824 | sed 's/^/   /'
+fi

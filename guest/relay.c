@@ -5,7 +5,7 @@
 
 #include "xalloc.h"
 
-#define READ_SLAB (64u * 1024)
+#define READ_SLAB (256u * 1024)
 
 struct relay_write {
   uv_write_t req;

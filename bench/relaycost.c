@@ -1,0 +1,170 @@
+/* relaycost: what a relay between two TCP connections costs per byte, by method (bench/proxy.sh).
+ *
+ *   relaycost BYTES
+ *
+ * A sender thread writes BYTES to a loopback connection; a relay (this process's main
+ * thread) moves them to a second loopback connection, whose reader thread counts them.
+ * For each method: the wall time and the relay thread's own CPU time (user + system) per
+ * GiB.  Methods: read()/write() through a user buffer of 64 KiB, 256 KiB and 1 MiB (what
+ * guest/relay.c does, with libuv around it), and splice() through a pipe (no copy through
+ * user space).  Every byte is counted at the reader; a short count fails the run. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t total;
+
+static double now_s(clockid_t clk)
+{
+  struct timespec ts;
+  clock_gettime(clk, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A connected pair of loopback TCP sockets. */
+static void tcp_pair(int fds[2])
+{
+  struct sockaddr_in sa;
+  socklen_t len = sizeof sa;
+  int l = socket(AF_INET, SOCK_STREAM, 0);
+
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(l, 1) < 0 ||
+      getsockname(l, (struct sockaddr *)&sa, &len) < 0) {
+    perror("relaycost: listen");
+    exit(1);
+  }
+  fds[0] = socket(AF_INET, SOCK_STREAM, 0);
+  if (connect(fds[0], (struct sockaddr *)&sa, sizeof sa) < 0) {
+    perror("relaycost: connect");
+    exit(1);
+  }
+  fds[1] = accept(l, NULL, NULL);
+  close(l);
+}
+
+static void *sender(void *arg)
+{
+  int fd = *(int *)arg;
+  static char buf[1 << 16];
+  uint64_t left = total;
+
+  memset(buf, 'x', sizeof buf);
+  while (left > 0) {
+    ssize_t w = write(fd, buf, left < sizeof buf ? (size_t)left : sizeof buf);
+    if (w <= 0)
+      break;
+    left -= (uint64_t)w;
+  }
+  close(fd);
+  return NULL;
+}
+
+static void *reader(void *arg)
+{
+  int fd = *(int *)arg;
+  static char buf[1 << 16];
+  uint64_t *got = malloc(sizeof *got);
+  ssize_t r;
+
+  *got = 0;
+  while ((r = read(fd, buf, sizeof buf)) > 0)
+    *got += (uint64_t)r;
+  close(fd);
+  return got;
+}
+
+static int relay_copy(int from, int to, size_t bufsize)
+{
+  char *buf = malloc(bufsize);
+  ssize_t r;
+
+  while ((r = read(from, buf, bufsize)) > 0)
+    for (ssize_t o = 0; o < r;) {
+      ssize_t w = write(to, buf + o, (size_t)(r - o));
+      if (w <= 0) {
+        free(buf);
+        return -1;
+      }
+      o += w;
+    }
+  free(buf);
+  return r < 0 ? -1 : 0;
+}
+
+static int relay_splice(int from, int to)
+{
+  int p[2];
+  ssize_t r;
+
+  if (pipe2(p, O_CLOEXEC) < 0)
+    return -1;
+  fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+  while ((r = splice(from, NULL, p[1], NULL, 1 << 20, SPLICE_F_MOVE)) > 0)
+    while (r > 0) {
+      ssize_t w = splice(p[0], NULL, to, NULL, (size_t)r, SPLICE_F_MOVE);
+      if (w <= 0)
+        return -1;
+      r -= w;
+    }
+  close(p[0]);
+  close(p[1]);
+  return r < 0 ? -1 : 0;
+}
+
+static int run(const char *name, size_t bufsize)
+{
+  int a[2], b[2];
+  pthread_t ts, tr;
+  double w0, c0, wall, cpu;
+  uint64_t *got;
+  int rc;
+
+  tcp_pair(a); /* sender a[0] -> relay reads a[1] */
+  tcp_pair(b); /* relay writes b[0] -> reader b[1] */
+  pthread_create(&ts, NULL, sender, &a[0]);
+  pthread_create(&tr, NULL, reader, &b[1]);
+  w0 = now_s(CLOCK_MONOTONIC);
+  c0 = now_s(CLOCK_THREAD_CPUTIME_ID);
+  rc = bufsize ? relay_copy(a[1], b[0], bufsize) : relay_splice(a[1], b[0]);
+  cpu = now_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+  shutdown(b[0], SHUT_WR);
+  pthread_join(ts, NULL);
+  pthread_join(tr, (void **)&got);
+  wall = now_s(CLOCK_MONOTONIC) - w0;
+  close(a[1]);
+  close(b[0]);
+  if (rc < 0 || *got != total) {
+    printf("%-16s FAILED: %llu of %llu bytes\n", name, (unsigned long long)*got,
+           (unsigned long long)total);
+    free(got);
+    return 1;
+  }
+  free(got);
+  printf("%-16s %10.1f MiB/s %10.3f relay CPU s/GiB\n", name, (double)total / 1048576.0 / wall,
+         cpu / ((double)total / 1073741824.0));
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  int rc = 0;
+
+  total = argc > 1 ? strtoull(argv[1], NULL, 10) : 1ull << 30;
+  rc |= run("read/write 64K", 64 << 10);
+  rc |= run("read/write 256K", 256 << 10);
+  rc |= run("read/write 1M", 1 << 20);
+  rc |= run("splice", 0);
+  return rc;
+}
