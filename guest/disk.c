@@ -114,7 +114,8 @@ fail:
 }
 
 /* The loop device the image is attached to already (by anyone: a mount of it elsewhere, a
- * losetup), into dev; 0 when none. */
+ * losetup), into dev; 0 when none, 1 when attached, 2 when attached to be detached with its
+ * last user (autoclear: a mount, maybe one being torn down). */
 static int image_attached(const char *image, char *dev, size_t size)
 {
   cleanup_dir DIR *d = opendir("/sys/block");
@@ -136,9 +137,28 @@ static int image_attached(const char *image, char *dev, size_t size)
     int r = ioctl(fd, LOOP_GET_STATUS64, &info);
     close(fd);
     if (r == 0 && info.lo_device == st.st_dev && info.lo_inode == st.st_ino)
-      return 1;
+      return info.lo_flags & LO_FLAGS_AUTOCLEAR ? 2 : 1;
   }
   return 0;
+}
+
+/* Attached: 0 once it is not (or no more).  An autoclear device is given 30 s to go: the last
+ * unmount of a btrfs (by an agtd that just stopped, or in the mount namespace of a jail that
+ * just died) is torn down asynchronously, and with quotas that takes seconds under load. */
+static int wait_detached(const char *image, char *dev, size_t size)
+{
+  int r = image_attached(image, dev, size);
+
+  if (r == 2) {
+    fprintf(stderr, "agtd: '%s' is still attached to %s, to be detached with its last "
+                    "unmount: waiting (30 s at most)\n",
+            image, dev);
+    for (int i = 0; i < 600 && r == 2; i++) {
+      usleep(50000);
+      r = image_attached(image, dev, size);
+    }
+  }
+  return r;
 }
 
 /* Attach the image to a free loop device (detached again when its last user, the mount,
@@ -237,7 +257,7 @@ static int disk_setup(struct agt_disk *dk, const char *state_dir, uint64_t image
         return agt_error_wrap(err, "make the jails' disk image");
     } else if (!S_ISREG(st.st_mode)) {
       return agt_error_kind(err, AGT_E_STATE, "'%s' is not a regular file", dk->image);
-    } else if (image_attached(dk->image, dev, sizeof dev)) {
+    } else if (wait_detached(dk->image, dev, sizeof dev)) {
       /* Mounted elsewhere, or attached by someone: a second mount of the same btrfs would
        * corrupt it. */
       *fatal = 1;

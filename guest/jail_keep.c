@@ -59,6 +59,14 @@ int agt_keep_init(struct agtd_s *d, agt_error_t *err)
   d->spawner_stack =
       mmap(NULL, SPAWNER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
            -1, 0);
+  /* agtd reads the program no more: its pages of agtd's binary need not stay in memory */
+  {
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)agt_keeper_blob + pg - 1) & ~(pg - 1);
+    uintptr_t b = (uintptr_t)agt_keeper_blob_end & ~(pg - 1);
+    if (b > a)
+      madvise((void *)a, b - a, MADV_DONTNEED);
+  }
   if (d->spawner_stack == MAP_FAILED) {
     d->spawner_stack = NULL;
     return agt_error_make(err, errno, "map the spawner's stack");

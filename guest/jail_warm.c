@@ -398,6 +398,17 @@ static void remove_leftovers(struct agtd_s *d)
     if (strncmp(de->d_name, ".w-", 3) != 0)
       continue;
     cleanup_free char *path = xasprintf("%s/%s", d->jails_dir, de->d_name);
+    struct agt_keep_hdr h;
+    int fds[2] = {-1, -1};
+    int fd = agt_keep_connect(path, &h, fds, NULL);
+    /* Its keeper, if still there (its init ends when the claim socket of the agtd that made
+     * it closes): killed and waited for, so that it writes nothing more in the directory. */
+    if (fd >= 0) {
+      if (fds[1] >= 0)
+        close(fds[1]);
+      end_keeper(fds[0], fd, -1);
+      close(fds[0]);
+    }
     destroy_cgroup(d, de->d_name + 1);
     agt_disk_jail_remove(&d->disk, path, NULL);
   }

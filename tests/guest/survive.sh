@@ -73,6 +73,17 @@ sleep 2
 restart=$(date +%s)
 agtd_start
 is "after agtd's SIGKILL and restart, all $((N + 1)) running jails run" "$(running)" $((N + 1))
+# The killed agtd's prepared jails (never claimed) are gone, keepers and directories.
+stale_keepers() {
+  local p n=0 d
+  for p in /proc/[0-9]*; do
+    [ "$(cat "$p/comm" 2>/dev/null)" = agt-keeper ] || continue
+    d=$(readlink "$p/fd/8" 2>/dev/null) || continue
+    case $d in "$STATE"/jails/.w-*" (deleted)") n=$((n + 1)) ;; esac
+  done
+  echo "$n"
+}
+check "the last agtd's prepared jails leave no keeper behind" wait_until 10 test "$(stale_keepers)" = 0
 like "the jail that exited meanwhile has its own exit code" "$(ctl jail wait ex)" "exit code 7"
 fin=$(python3 "$SRCDIR/tests/guest/rpc.py" "$SOCK" jail.inspect '{"name": "ex"}' |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["finished"])')
