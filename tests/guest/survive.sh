@@ -109,6 +109,8 @@ attach_works() { # SESSION WORD
   return $r
 }
 check "attach to a terminal jail works after the restart" attach_works one first
+like "logs -f after the restart: the whole log, then live" \
+  "$(timeout 3 "$AGTD" ctl -s "$SOCK" jail logs j1 -f | tr '\n' ' ')" "^before-1 during-1 after-1 "
 like "exec works after the restart" "$(ctl jail exec j1 -- /bin/sh -c 'echo exec-ok')" "exec-ok"
 like "stop works after the restart" "$(ctl jail stop "j$N" 100; ctl jail wait "j$N")" "exit code"
 ctl jail rm "j$N" >/dev/null
