@@ -142,25 +142,6 @@ static int image_attached(const char *image, char *dev, size_t size)
   return 0;
 }
 
-/* Attached: 0 once it is not (or no more).  An autoclear device is given 30 s to go: the last
- * unmount of a btrfs (by an agtd that just stopped, or in the mount namespace of a jail that
- * just died) is torn down asynchronously, and with quotas that takes seconds under load. */
-static int wait_detached(const char *image, char *dev, size_t size)
-{
-  int r = image_attached(image, dev, size);
-
-  if (r == 2) {
-    fprintf(stderr, "agtd: '%s' is still attached to %s, to be detached with its last "
-                    "unmount: waiting (30 s at most)\n",
-            image, dev);
-    for (int i = 0; i < 600 && r == 2; i++) {
-      usleep(50000);
-      r = image_attached(image, dev, size);
-    }
-  }
-  return r;
-}
-
 /* Attach the image to a free loop device (detached again when its last user, the mount,
  * goes) and mount it on dir. */
 static int image_mount(const char *image, const char *dir, agt_error_t *err)
@@ -257,17 +238,32 @@ static int disk_setup(struct agt_disk *dk, const char *state_dir, uint64_t image
         return agt_error_wrap(err, "make the jails' disk image");
     } else if (!S_ISREG(st.st_mode)) {
       return agt_error_kind(err, AGT_E_STATE, "'%s' is not a regular file", dk->image);
-    } else if (wait_detached(dk->image, dev, sizeof dev)) {
-      /* Mounted elsewhere, or attached by someone: a second mount of the same btrfs would
-       * corrupt it. */
+    }
+    switch (image_attached(dk->image, dev, sizeof dev)) {
+    case 1:
+      /* Attached by someone (losetup): not agtd's to mount. */
       *fatal = 1;
       return agt_error_kind(err, AGT_E_BUSY,
-                            "'%s' is attached to %s already (mounted elsewhere?): unmount it and "
-                            "detach it (losetup -d %s) first",
+                            "'%s' is attached to %s already: detach it (losetup -d %s) first",
                             dk->image, dev, dev);
+    case 2:
+      /* Attached by a mount that is still there (elsewhere, in another mount namespace, or
+       * one going away): mounted from the same device, so that there is one btrfs on the
+       * image, never two (a second loop device would make a second one, and corrupt it). */
+      if (mount(dev, dk->dir, "btrfs", MS_NOSUID | MS_NODEV, NULL) < 0) {
+        *fatal = 1;
+        return agt_error_make(err, errno, "mount %s ('%s', attached already) on '%s'", dev,
+                              dk->image, dk->dir);
+      }
+      fprintf(stderr, "agtd: '%s' is attached to %s by a mount still there (elsewhere or going "
+                      "away): mounted from that device\n",
+              dk->image, dev);
+      dk->shared = 1;
+      break;
+    default:
+      if (image_mount(dk->image, dk->dir, err) < 0)
+        return -1;
     }
-    if (image_mount(dk->image, dk->dir, err) < 0)
-      return -1;
     dk->mounted = 1;
     if (chmod(dk->dir, 0700) < 0)
       return agt_error_make(err, errno, "chmod '%s'", dk->dir);
@@ -318,12 +314,15 @@ void agt_disk_release(struct agt_disk *dk)
               strerror(errno));
       umount2(dk->dir, MNT_DETACH);
     }
-    /* The kernel detaches the loop device after the unmount, asynchronously: wait for it
-     * (5 s at most), so that the next agtd finds the image free. */
-    for (i = 0; i < 500 && image_attached(dk->image, dev, sizeof dev); i++)
+    /* The kernel detaches the loop device after the unmount, asynchronously, once the
+     * btrfs is shut down (and the overlays of jails that just died, which hold it, are
+     * gone): wait for it (5 s at most).  The next agtd would mount from the same device
+     * anyway; this only keeps the image free for others. */
+    for (i = 0; !dk->shared && i < 500 && image_attached(dk->image, dev, sizeof dev); i++)
       usleep(10000);
     if (i == 500)
-      fprintf(stderr, "agtd: '%s' is still attached to %s after 5 s\n", dk->image, dev);
+      fprintf(stderr, "agtd: '%s' is still attached to %s after 5 s (mounted elsewhere?)\n",
+              dk->image, dev);
   }
   free(dk->dir);
   free(dk->image);

@@ -17,6 +17,7 @@
 struct agt_disk {
   int enabled;   /* jails get subvolumes with quotas */
   int mounted;   /* agtd mounted the image (and unmounts it at exit) */
+  int shared;    /* ... from a loop device a mount elsewhere had attached already */
   char *dir;     /* <state>/jails */
   char *image;   /* <state>/jails.img */
   char *why_off; /* when !enabled: the reason, for the log and daemon.status */
@@ -25,9 +26,10 @@ struct agt_disk {
 
 /* Set up dk for jails_dir.  image_size: the size of a new image, 0 for half of the free space
  * of the state directory's file system; UINT64_MAX: do not use an image (no disk limits).
- * Failing to get btrfs is not an error: dk->enabled says what happened.  An image attached to
- * a loop device already (mounted elsewhere, or by someone else) is: agtd does not mount it a
- * second time. */
+ * Failing to get btrfs is not an error: dk->enabled says what happened.  The image is never
+ * attached twice (two loop devices would make two btrfs on one image, and corrupt it): one
+ * attached by a mount (autoclear) already, elsewhere or going away, is mounted from that
+ * device (the same btrfs); one attached otherwise (losetup) is an error. */
 int agt_disk_init(struct agt_disk *dk, const char *state_dir, const char *jails_dir,
                   uint64_t image_size, agt_error_t *err);
 void agt_disk_release(struct agt_disk *dk);

@@ -80,7 +80,8 @@ struct spawn_ctx {
   int exe_fd;
   int keep_end; /* the keeper's end of the connection */
   char *const *argv;
-  int err;         /* errno of a failure in the spawner */
+  int rt_prio;      /* agtd's loop runs SCHED_FIFO at this priority (a start): so does this */
+  int err;          /* errno of a failure in the spawner */
   const char *step; /* what failed */
 };
 
@@ -94,6 +95,13 @@ static int spawner(void *arg)
   struct agt_keep_hdr h;
   pid_t pid;
 
+  /* A realtime start (start_prio.h) waits on this process: it runs at agtd's priority (its
+   * children, the jail's init, at normal priority) until the keeper's first instruction,
+   * which takes it back to normal. */
+  if (c->rt_prio > 0) {
+    struct sched_param sp = {.sched_priority = c->rt_prio};
+    sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp);
+  }
   pid = agt_jail_clone(&s->pidfd, s->new_netns, s->cgroup_fd, &s->attached);
   if (pid == 0)
     agt_jail_child(s->plan);
@@ -192,6 +200,11 @@ int agt_keep_spawn(struct agtd_s *d, struct agt_keep_spawn *s, agt_error_t *err)
   c.exe_fd = d->keeper_fd;
   c.keep_end = sp[1];
   c.argv = argv;
+  {
+    struct sched_param prm;
+    if ((sched_getscheduler(0) & ~SCHED_RESET_ON_FORK) == SCHED_FIFO && sched_getparam(0, &prm) == 0)
+      c.rt_prio = prm.sched_priority;
+  }
   sp_pid = clone(spawner, (char *)d->spawner_stack + SPAWNER_STACK,
                  CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &c, &kpidfd);
   close(sp[1]);

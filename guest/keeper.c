@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,6 +298,11 @@ int main(int argc, char **argv)
 {
   struct stat st;
 
+  /* normal priority first: a realtime start's spawner may have run this exec at its own */
+  {
+    struct sched_param sp = {.sched_priority = 0};
+    sched_setscheduler(0, SCHED_OTHER, &sp);
+  }
   if (argc > 1)
     name = argv[1];
   if (argc != 2 || fstat(AGT_KEEP_DIR_FD, &st) < 0 || fcntl(AGT_KEEP_PIDFD, F_GETFD) < 0) {

@@ -69,6 +69,17 @@ if [ -f "$STATE/jails.img" ] && command -v losetup >/dev/null; then
   like "agtd refuses a jails.img attached elsewhere" "$out" \
     "jails.img' is attached to $dev already"
   check "and exits non-zero (rc $rc)" test "$rc" -ne 0
+  # Mounted elsewhere (a mount's loop device, autoclear): agtd mounts that same device, never
+  # a second one (two btrfs on one image).
+  agtd_stop
+  mkdir -p "$T/elsewhere"
+  mount -o loop "$STATE/jails.img" "$T/elsewhere"
+  agtd_start
+  like "agtd mounts a jails.img mounted elsewhere from the same loop device" "$(ctl status)" \
+    '"limits": true'
+  is "the image is attached once" "$(losetup -j "$STATE/jails.img" | wc -l)" 1
+  agtd_stop
+  umount "$T/elsewhere"
   agtd_start
   like "once detached, agtd mounts it" "$(ctl status)" '"limits": true'
 else

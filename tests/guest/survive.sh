@@ -58,6 +58,16 @@ ctl jail run --name tt --rootfs "$R" --workspace "$WS" --tty -- /bin/sh >/dev/nu
 ctl jail run --name ex --rootfs "$R" --workspace "$WS" -- /bin/sh -c \
   'while [ ! -e /work/stop ]; do sleep 0.2; done; exit 7' >/dev/null
 is "$((N + 2)) jails run" "$(running)" $((N + 2))
+# Keepers run at normal priority, whatever the (realtime) start that spawned them.
+keeper_policies() {
+  local p
+  for p in /proc/[0-9]*; do
+    [ "$(cat "$p/comm" 2>/dev/null)" = agt-keeper ] || continue
+    case $(readlink "$p/fd/8" 2>/dev/null) in "$STATE"/*) ;; *) continue ;; esac
+    awk '/^policy/ {print $3}' "$p/sched"
+  done | sort -u | tr '\n' ' '
+}
+is "every keeper runs SCHED_OTHER (policy 0)" "$(keeper_policies)" "0 "
 check "every jail has said before" wait_until 30 all_logs_have before
 
 # 1. agtd killed (SIGKILL): the jails go on, their keepers log what they write meanwhile.
