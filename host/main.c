@@ -35,6 +35,7 @@ static const struct agt_cmd commands[] = {
     {"rootfs", cmd_rootfs, AGT_NEED_TARGET, "build, ls, rm: the jails' root filesystems"},
     {"verify", cmd_verify, AGT_NEED_TARGET,
      "run N opencode jails at once against a test model and check them"},
+    {"completion", cmd_completion, 0, "a completion script for bash, zsh or fish"},
     {"doctor", cmd_doctor, AGT_NEED_TARGET | AGT_CONFIG_ERRORS_OK,
      "check the host, the VM and the guest, and say how to fix what fails"},
 };
@@ -284,10 +285,14 @@ static int settle_target(struct agt_ctx *c, agt_error_t *err)
   return 0;
 }
 
-/* --help or -h before any operand: the command prints its usage, whatever the target. */
+/* --help or -h (before any "--"): the command prints its usage, whatever the target, and
+ * even where there is none to settle (a Mac without limactl). */
 static int wants_help(int argc, char **argv)
 {
-  return argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+  for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+      return 1;
+  return 0;
 }
 
 static int run_command(struct agt_ctx *c, const struct agt_cmd *cmd, int argc, char **argv,
@@ -298,6 +303,10 @@ static int run_command(struct agt_ctx *c, const struct agt_cmd *cmd, int argc, c
 
   if (cmd->flags & AGT_NEED_TARGET) {
     cleanup_free char *cache = agt_cache_dir();
+    if (!have_target && wants_help(argc, argv)) {
+      agt_error_release(&terr);
+      return cmd->fn(c, argc, argv, err); /* it prints its usage and touches no target */
+    }
     if (!have_target) {
       *err = terr;
       return -1;
@@ -354,11 +363,14 @@ int main(int argc, char **argv)
     return 2;
   }
   if (strcmp(argv[i], "version") == 0) { /* as docker and podman have it */
-    printf("agt %s\n", AGT_VERSION);
+    if (i + 1 < argc && wants_help(argc - i, argv + i))
+      agt_opts_usage(stdout, "agt version", "Print agt's version (as agt --version does).", NULL);
+    else
+      printf("agt %s\n", AGT_VERSION);
     return 0;
   }
   if (strcmp(argv[i], "help") == 0) { /* agt help [CMD [SUB]]: that command's --help */
-    if (i + 1 >= argc) {
+    if (i + 1 >= argc || argv[i + 1][0] == '-') {
       usage(stdout);
       return 0;
     }
