@@ -259,6 +259,9 @@ int agt_template_render(const struct agt_config *cfg, const struct agt_host *hos
   const char *arch = agt_config_get(cfg, AGT_CFG_VM_ARCH);
   const char *image = agt_config_get(cfg, AGT_CFG_VM_IMAGE);
   const char *digest = agt_config_get(cfg, AGT_CFG_VM_IMAGE_DIGEST);
+  const char *kernel = agt_config_get(cfg, AGT_CFG_VM_KERNEL);
+  const char *cmdline = agt_config_get(cfg, AGT_CFG_VM_KERNEL_CMDLINE);
+  const char *initrd = agt_config_get(cfg, AGT_CFG_VM_INITRD);
   const char *mount_type = agt_config_get(cfg, AGT_CFG_VM_MOUNT_TYPE);
   const char *rosetta = agt_config_get(cfg, AGT_CFG_VM_ROSETTA);
   const char *source = agt_config_get(cfg, AGT_CFG_VM_AGT_SOURCE);
@@ -297,6 +300,15 @@ int agt_template_render(const struct agt_config *cfg, const struct agt_host *hos
   }
   if (check_source_tree(source, err) < 0)
     return -1;
+  if ((kernel || initrd || digest) && image == NULL)
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "%s is set but vm.image is not: it belongs to vm.image",
+                          kernel   ? "vm.kernel"
+                          : initrd ? "vm.initrd"
+                                   : "vm.image_digest");
+  if ((cmdline || initrd) && kernel == NULL)
+    return agt_error_kind(err, AGT_E_INVALID, "%s is set but vm.kernel is not",
+                          cmdline ? "vm.kernel_cmdline" : "vm.initrd");
   if (agt_yaml_load_file(&y, tmpl, err) < 0 || agt_yaml_refuse_nul(&y, err) < 0) {
     agt_yaml_release(&y);
     return agt_error_wrap(err, "template");
@@ -342,6 +354,18 @@ int agt_template_render(const struct agt_config *cfg, const struct agt_host *hos
                 YAML_DOUBLE_QUOTED_SCALAR_STYLE);
     if (digest)
       map_set_str(&r, im, "digest", digest, YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+    if (kernel) { /* direct kernel boot: Lima hands these to QEMU's -kernel/-append/-initrd */
+      int k = add_map(&r);
+      map_set_str(&r, k, "location", kernel, YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+      if (cmdline)
+        map_set_str(&r, k, "cmdline", cmdline, YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+      map_set(&r, im, "kernel", k);
+    }
+    if (initrd) {
+      int d = add_map(&r);
+      map_set_str(&r, d, "location", initrd, YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+      map_set(&r, im, "initrd", d);
+    }
     yaml_document_append_sequence_item(r.doc, seq, im);
     map_set(&r, root, "images", seq);
   }

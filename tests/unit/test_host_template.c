@@ -691,6 +691,8 @@ static void test_render_config(void **state)
   assert_string_equal(get(&y, "images.0.location"), "/images/noble.img");
   assert_string_equal(get(&y, "images.0.arch"), "aarch64");
   assert_string_equal(get(&y, "images.0.digest"), "sha256:abc");
+  assert_null(get(&y, "images.0.kernel.location"));
+  assert_null(get(&y, "images.0.initrd.location"));
   assert_string_equal(get(&y, "mountType"), "reverse-sshfs");
   assert_int_equal(count(&y, "mounts"), 3);
   assert_string_equal(get(&y, "mounts.0.location"), "/Users/me/src");
@@ -700,6 +702,39 @@ static void test_render_config(void **state)
   assert_string_equal(get(&y, "mounts.1.writable"), "false");
   assert_string_equal(get(&y, "param.AgtWorkspaceRoots"), "/Users/me/src:/data");
   assert_string_equal(get(&y, "param.AgtdSocket"), "/run/x/agtd.sock");
+  agt_yaml_release(&y);
+  agt_config_release(&c);
+}
+
+/* A local image with its own kernel and initrd (direct kernel boot). */
+static void test_render_kernel(void **state)
+{
+  struct agt_config c;
+  cleanup_free char *yaml = NULL;
+  agt_yaml_t y;
+  agt_error_t err = NULL;
+
+  (void)state;
+  agt_config_init(&c);
+  assert_int_equal(
+      agt_config_set(&c, AGT_CFG_VM_IMAGE, "/var/cache/i/disk.qcow2", AGT_CFG_FLAG, "t", &err), 0);
+  assert_int_equal(
+      agt_config_set(&c, AGT_CFG_VM_KERNEL, "/var/cache/i/vmlinuz", AGT_CFG_FLAG, "t", &err), 0);
+  assert_int_equal(agt_config_set(&c, AGT_CFG_VM_KERNEL_CMDLINE, "root=/dev/vda console=ttyS0",
+                                  AGT_CFG_FLAG, "t", &err),
+                   0);
+  assert_int_equal(
+      agt_config_set(&c, AGT_CFG_VM_INITRD, "/var/cache/i/initrd.img", AGT_CFG_FLAG, "t", &err), 0);
+  yaml = render(&c, "linux", "x86_64");
+  assert_int_equal(check_text("rendered with a kernel", yaml), 0);
+  load(&y, yaml);
+  assert_int_equal(count(&y, "images"), 1);
+  assert_string_equal(get(&y, "images.0.location"), "/var/cache/i/disk.qcow2");
+  assert_string_equal(get(&y, "images.0.arch"), "x86_64");
+  assert_string_equal(get(&y, "images.0.kernel.location"), "/var/cache/i/vmlinuz");
+  assert_string_equal(get(&y, "images.0.kernel.cmdline"), "root=/dev/vda console=ttyS0");
+  assert_string_equal(get(&y, "images.0.initrd.location"), "/var/cache/i/initrd.img");
+  assert_null(get(&y, "images.0.digest"));
   agt_yaml_release(&y);
   agt_config_release(&c);
 }
@@ -734,6 +769,31 @@ static void test_render_refusals(void **state)
   assert_non_null(strstr(err->msg, "/nonexistent.yaml"));
   agt_error_release(&err);
   agt_config_release(&c);
+
+  /* a kernel, initrd or digest needs the image they belong to; a cmdline or initrd a kernel */
+  {
+    static const struct {
+      enum agt_cfg_key key[2];
+      const char *want;
+    } cases[] = {
+        {{AGT_CFG_VM_KERNEL, AGT_CFG_NKEYS}, "vm.kernel is set but vm.image is not"},
+        {{AGT_CFG_VM_INITRD, AGT_CFG_NKEYS}, "vm.initrd is set but vm.image is not"},
+        {{AGT_CFG_VM_IMAGE_DIGEST, AGT_CFG_NKEYS}, "vm.image_digest is set but vm.image is not"},
+        {{AGT_CFG_VM_IMAGE, AGT_CFG_VM_KERNEL_CMDLINE}, "vm.kernel_cmdline is set but vm.kernel"},
+        {{AGT_CFG_VM_IMAGE, AGT_CFG_VM_INITRD}, "vm.initrd is set but vm.kernel is not"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      agt_config_init(&c);
+      for (int j = 0; j < 2; j++)
+        if (cases[i].key[j] != AGT_CFG_NKEYS)
+          assert_int_equal(agt_config_set(&c, cases[i].key[j], "/x", AGT_CFG_FLAG, "t", &err), 0);
+      assert_int_equal(agt_template_render(&c, &h, &out, &err), -1);
+      assert_null(out);
+      assert_non_null(strstr(err->msg, cases[i].want));
+      agt_error_release(&err);
+      agt_config_release(&c);
+    }
+  }
 }
 
 /* The macOS choices, with the macOS branch taken here: vz and virtiofs from macOS 13 on,
@@ -840,8 +900,8 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reference_schema), cmocka_unit_test(test_template_file_matches_lima),
       cmocka_unit_test(test_render_defaults),  cmocka_unit_test(test_render_config),
-      cmocka_unit_test(test_render_refusals),  cmocka_unit_test(test_lima_size),
-      cmocka_unit_test(test_render_macos),
+      cmocka_unit_test(test_render_kernel),    cmocka_unit_test(test_render_refusals),
+      cmocka_unit_test(test_lima_size),        cmocka_unit_test(test_render_macos),
   };
   int r = load_reference(&ref);
 
