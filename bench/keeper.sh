@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# What a jail's keeper (guest/keeper.h) costs in memory: N idle jails (`/bin/probe sleep 600`)
+# What a jail's keeper (guest/keeper.h) costs in memory and in cold start latency: N idle jails (`/bin/probe sleep 600`)
 # on this tree's agtd, then on BASE_AGTD, an agtd built without keepers (its jails' inits are
 # agtd's children and die with it), each measured by `agt-bench memory --only agtd` (the
 # MemAvailable drop / N and the PSS of agtd's descendants / N: with keepers, the keepers are
-# among them).  Prints the driver's figures for both, and the keepers' own PSS.
+# among them), then RUNS cold starts (`--warm 0`: agtd spawns the keeper on each start's
+# path) through `agt-bench latency --only agtd`.  Prints the driver's figures for both.
 #
 #   BASE_AGTD=/path/to/old/agtd bench/keeper.sh [N]
 #
@@ -14,6 +15,7 @@ set -euo pipefail
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$SRCDIR/build}
 N=${1:-100}
+RUNS=${RUNS:-100}
 : "${BASE_AGTD:?BASE_AGTD must name an agtd without keepers}"
 PROBE=$BUILD/tests/guest/probe
 DRIVER=$BUILD/bench/agt-bench
@@ -53,12 +55,22 @@ measure() { # LABEL AGTD
     sleep 0.05
   done
   sed "s|@PROBE@|$PROBE|" "$SRCDIR/tests/guest/test-rootfs.yaml" >"$dir/rootfs.yaml"
+  cat >>"$dir/rootfs.yaml" <<EOM
+  - path: /bin/stamp
+    libs: false
+    sources:
+      - host: "$BUILD/bench/stamp"
+EOM
   "$agtd" ctl -s "$dir/agtd.sock" rootfs build "$dir/rootfs.yaml" --no-download >"$dir/rootfs.out"
   local id
   id=$(cut -d' ' -f1 "$dir/rootfs.out")
   "$DRIVER" memory --only agtd --socket "$dir/agtd.sock" --rootfs "$id" \
     --root "$dir/state/rootfs/$id/root" --workspace "$dir/ws" --uid "$BENCH_UID" \
     --agtd-pid "$AGTD_PID" --count "$N" | sed "s/^/$label /"
+  # cold starts (no prepared jails): the keeper's spawn is on their path
+  "$DRIVER" latency --only agtd --socket "$dir/agtd.sock" --rootfs "$id" \
+    --root "$dir/state/rootfs/$id/root" --workspace "$dir/ws" --uid "$BENCH_UID" \
+    --agtd-pid "$AGTD_PID" --runs "$RUNS" --warmup 10 | grep -E '\.(p50|p99|n) ' | sed "s/^/$label /"
   stop_agtd
 }
 

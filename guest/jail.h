@@ -136,7 +136,8 @@ int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_erro
 int agt_jail_create_for_run(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_error_t *err);
 int agt_jail_save(agt_jail_t *j, agt_error_t *err);
 /* Load every record under <state>/jails; jails that were running when agtd went away are
- * marked exited (they died with it) and their cgroups removed. */
+ * found again under their keepers (keeper.h), or, their keeper gone, marked exited with the
+ * exit it recorded, and their cgroups removed. */
 int agt_jail_load_all(struct agtd_s *d, agt_error_t *err);
 json_t *agt_jail_to_json(agt_jail_t *j, int full);
 /* Remove the jail's directory, workspace (when agtd made it) and cgroup, and free it once
@@ -150,7 +151,8 @@ void agt_jail_free_now(agt_jail_t *j);
 
 /* Run (jail_spawn.c). */
 int agt_jail_start(agt_jail_t *j, agt_error_t *err);
-/* Shared with jail_warm.c: clone3 into new namespaces (and the cgroup of cgroup_fd, v2);
+/* Shared with jail_warm.c and jail_keep.c: clone3 into new namespaces (and the cgroup of
+ * cgroup_fd, v2);
  * the overlay's mount options for a jail directory; the record's run state and supervision
  * once the init runs; the kernel's last capability; the PATH of an environment. */
 pid_t agt_jail_clone(int *pidfd, int new_netns, int cgroup_fd, int *attached);
