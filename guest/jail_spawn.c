@@ -371,12 +371,14 @@ int agt_jail_stop(agt_jail_t *j, uint64_t grace_ms, agt_error_t *err)
   if (j->state == AGT_JAIL_STOPPING)
     return 0;
   j->state = AGT_JAIL_STOPPING;
+  /* No grace: SIGKILL alone.  A SIGTERM just before it would race it (the agent could end
+   * by the SIGTERM first), and the exit would say terminated or killed by chance. */
+  if (grace_ms == 0)
+    return agt_jail_kill(j, SIGKILL, err);
   /* The init forwards SIGTERM to the agent; before the init has its handler in place the
    * signal is dropped and the grace timer ends it. */
   if (syscall(SYS_pidfd_send_signal, j->pidfd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
     return agt_error_make(err, errno, "signal jail '%s'", j->name);
-  if (grace_ms == 0)
-    return agt_jail_kill(j, SIGKILL, err);
   j->stop_timer.data = j;
   uv_timer_start(&j->stop_timer, stop_timer_cb, grace_ms, 0);
   return 0;
