@@ -38,47 +38,22 @@ int agt_cgroup_root_init(struct agt_cgroup_root *r, const char *parent, agt_erro
   return agt_cgroup_root_init_at(r, parent, "/sys/fs/cgroup", 0, err);
 }
 
-/* The flags of the mounted cgroup2 hierarchy ("nsdelegate,..."), "" when none is mounted;
- * newly allocated. */
-static char *cgroup2_flags(void)
+int agt_cgroup_favordynmods(void)
 {
   cleanup_file FILE *f = fopen("/proc/self/mountinfo", "re");
   cleanup_free char *line = NULL;
   size_t cap = 0;
 
+  /* The flag is the kernel's, one for every hierarchy: any cgroup mount shows it. */
   while (f && getline(&line, &cap, f) > 0) {
     char fstype[32], opts[512];
     const char *sep = strstr(line, " - ");
 
     if (sep && sscanf(sep, " - %31s %*s %511s", fstype, opts) == 2 &&
-        strcmp(fstype, "cgroup2") == 0)
-      return xstrdup(opts);
+        strncmp(fstype, "cgroup", 6) == 0 && strstr(opts, "favordynmods"))
+      return 1;
   }
-  return xstrdup("");
-}
-
-int agt_cgroup_favor_dynmods(agt_error_t *err)
-{
-  cleanup_free char *flags = cgroup2_flags();
-  cleanup_close int fd = -1;
-  char *save = NULL;
-
-  if (strstr(flags, "favordynmods"))
-    return 0;
-  fd = fsopen("cgroup2", FSOPEN_CLOEXEC);
-  if (fd < 0)
-    return agt_error_make(err, errno, "fsopen cgroup2");
-  if (fsconfig(fd, FSCONFIG_SET_FLAG, "favordynmods", NULL, 0) < 0)
-    return agt_error_make(err, errno, "this kernel has no cgroup option favordynmods");
-  /* Every superblock of cgroup2 applies its flags to the one hierarchy: keep the others. */
-  for (char *o = strtok_r(flags, ",", &save); o; o = strtok_r(NULL, ",", &save))
-    if (strcmp(o, "rw") != 0 && strcmp(o, "ro") != 0 &&
-        fsconfig(fd, FSCONFIG_SET_FLAG, o, NULL, 0) < 0)
-      return agt_error_make(err, errno, "cgroup2 option '%s'", o);
-  /* Creating the superblock applies the flags; nothing is mounted anywhere. */
-  if (fsconfig(fd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-    return agt_error_make(err, errno, "cgroup2 with favordynmods");
-  return 1;
+  return 0;
 }
 
 int agt_cgroup_open(struct agt_cgroup_root *r, const char *jail)

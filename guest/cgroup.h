@@ -64,11 +64,11 @@ int agt_cgroup_rt_budget(struct agt_cgroup_root *r, const char *jail, uint64_t u
 char *agt_cgroup_path(struct agt_cgroup_root *r, const char *jail);
 
 /* Moving a process into a cgroup (a write to cgroup.procs, v1 or v2) waits for an RCU grace
- * period, milliseconds, unless the kernel's cgroup flag favordynmods is on; this turns it
- * on (a cgroup2 superblock created with the flag and the mounted cgroup2's options, never
- * mounted).  It makes fork and exit a little dearer machine-wide and, from Linux 6.18,
- * cannot be turned off again until reboot.  1: turned on now, 0: already on. */
-int agt_cgroup_favor_dynmods(agt_error_t *err);
+ * period, milliseconds, unless the kernel's cgroup flag favordynmods is on.  agtd never turns
+ * it on (it makes fork and exit dearer machine-wide and, from Linux 6.18, cannot be turned
+ * off until reboot): the Lima guest's provisioning does (lima/provision/machine.sh).  1 when
+ * a cgroup mount shows the flag. */
+int agt_cgroup_favordynmods(void);
 
 /* Backends. */
 int agt_cgroup_v1_init(struct agt_cgroup_root *r, agt_error_t *err);

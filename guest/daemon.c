@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "console_log.h"
 #include "fsutil.h"
 #include "jail.h"
 #include "jail_keep.h"
@@ -153,32 +152,11 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
     agtd_log("jails' writable layers: NO DISK LIMIT (%s)", d->disk.why_off);
   if (agt_cgroup_root_init(&d->cgroup, cfg->cgroup_parent, err) < 0)
     return agt_error_wrap(err, "cgroups");
-  if (!cfg->no_favordynmods) {
-    agt_error_t e = NULL;
-    int r = agt_cgroup_favor_dynmods(&e);
-
-    if (r < 0) {
-      agtd_log("cgroups: %s; moving a process between cgroups waits for an RCU grace period",
-               e->msg);
-      agt_error_release(&e);
-    } else if (r > 0) {
-      agtd_log("cgroups: turned on the kernel's cgroup flag favordynmods (see agtd serve --help)");
-    }
-    d->cgroup.fast_attach = r >= 0;
-  }
-  if (!cfg->keep_console_loglevel) {
-    agt_error_t e = NULL;
-    int was, r = agt_console_log_quiet(&was, &e);
-
-    if (r < 0) {
-      agtd_log("console: %s; a jail's out-of-memory kill may print on it and hold a CPU", e->msg);
-      agt_error_release(&e);
-    } else if (r > 0) {
-      agtd_log("console: kernel messages of level %d and above go to the kernel log only "
-               "(console loglevel %d, was %d; see agtd serve --help)",
-               AGT_CONSOLE_LOGLEVEL, AGT_CONSOLE_LOGLEVEL, was);
-    }
-  }
+  /* Machine-wide settings are the machine's (lima/provision/machine.sh): agtd reads them. */
+  d->cgroup.fast_attach = agt_cgroup_favordynmods();
+  if (!d->cgroup.fast_attach)
+    agtd_log("cgroups: the kernel's cgroup flag favordynmods is off: moving a process between "
+             "cgroups waits for an RCU grace period (lima/provision/machine.sh turns it on)");
   if (agt_seccomp_compile(&d->seccomp, err) < 0 ||
       agt_seccomp_compile_split(&d->seccomp_ahead, &d->seccomp_tail, err) < 0)
     return agt_error_wrap(err, "seccomp filter");
@@ -189,7 +167,7 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
   if (agt_jail_load_all(d, err) < 0)
     return -1;
   agt_warm_init(d, cfg->warm, d->cgroup.fast_attach);
-  agt_start_prio_init(d, cfg->no_realtime);
+  agt_start_prio_init(d, cfg->realtime_starts);
   if (agt_server_listen(d, err) < 0)
     return -1;
   uv_signal_init(loop, &d->sigterm);

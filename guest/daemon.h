@@ -30,9 +30,7 @@ struct agtd_config {
   const char *cgroup_parent;    /* cgroup under which jails live ("agt") */
   unsigned netns_pool;          /* network namespaces made ahead of time (0: none) */
   unsigned warm;                /* prepared jails kept ready (0: none) */
-  int no_favordynmods;          /* cgroup v1: leave the kernel's favordynmods flag alone */
-  int no_realtime;              /* starts never run SCHED_FIFO (start_prio.h) */
-  int keep_console_loglevel;    /* leave the kernel's console loglevel alone (console_log.h) */
+  int realtime_starts;          /* starts run SCHED_FIFO (start_prio.h); off by default */
   uint64_t disk_size; /* size of a new jails.img: 0 half the free space, UINT64_MAX none */
   const char *const *workspace_roots; /* a workspace must lie under one of these */
   size_t nworkspace_roots;

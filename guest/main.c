@@ -24,11 +24,9 @@ enum {
   OPT_CGROUP,
   OPT_WORKSPACE_ROOT,
   OPT_NETNS_POOL,
-  OPT_NO_FAVORDYNMODS,
   OPT_DISK_SIZE,
   OPT_WARM,
-  OPT_NO_REALTIME,
-  OPT_KEEP_CONSOLE_LOGLEVEL,
+  OPT_REALTIME_STARTS,
 };
 
 static const struct agt_opt serve_opts[] = {
@@ -51,15 +49,9 @@ static const struct agt_opt serve_opts[] = {
      "no image and no disk limits"},
     {OPT_WARM, "warm", "N",
      "prepared jails kept ready for jail.run on the last rootfs run, 0 for none (2)"},
-    {OPT_NO_FAVORDYNMODS, "no-favordynmods", NULL,
-     "leave the kernel's cgroup flag favordynmods off (cgroup moves then wait for RCU: no "
-     "prepared jails, and on cgroup v1 every start waits ~10 ms more)"},
-    {OPT_NO_REALTIME, "no-realtime", NULL,
-     "run starts at normal priority (else agtd's loop and a prepared jail run SCHED_FIFO "
-     "from a jail.run to its agent's exec)"},
-    {OPT_KEEP_CONSOLE_LOGLEVEL, "keep-console-loglevel", NULL,
-     "leave the kernel's console loglevel alone (else set to 3: a jail's out-of-memory kill, "
-     "printed on a serial console, holds a CPU for milliseconds)"},
+    {OPT_REALTIME_STARTS, "realtime-starts", NULL,
+     "run starts SCHED_FIFO, from a jail.run to its agent's exec, so that jails busy with the "
+     "CPU do not stretch other jails' starts (off: agtd leaves scheduling alone)"},
     {OPT_WORKSPACE_ROOT, "workspace-root", "DIR",
      "allow workspaces below DIR, not DIR itself (repeatable; /home, /Users and the "
      "state's workspaces)"},
@@ -109,14 +101,8 @@ static int serve_opt(void *ctx, int key, const char *arg, agt_error_t *err)
       return agt_error_kind(err, AGT_E_INVALID, "--warm is at most 64");
     a->cfg.warm = (unsigned)v;
     return 0;
-  case OPT_NO_FAVORDYNMODS:
-    a->cfg.no_favordynmods = 1;
-    return 0;
-  case OPT_NO_REALTIME:
-    a->cfg.no_realtime = 1;
-    return 0;
-  case OPT_KEEP_CONSOLE_LOGLEVEL:
-    a->cfg.keep_console_loglevel = 1;
+  case OPT_REALTIME_STARTS:
+    a->cfg.realtime_starts = 1;
     return 0;
   case OPT_NETNS_POOL:
     if (agt_parse_u64("--netns-pool", arg, &v, err) < 0)

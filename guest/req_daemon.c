@@ -49,6 +49,8 @@ int agt_req_daemon_status(agt_req_t *req, json_t **result, agt_error_t *err)
   json_object_set_new(*result, "workspace_roots", roots);
   /* Whether starts run SCHED_FIFO (start_prio.h). */
   json_object_set_new(*result, "realtime_starts", json_boolean(d->prio.enabled));
+  /* The kernel's cgroup flag favordynmods, as agtd found it (it never sets it). */
+  json_object_set_new(*result, "favordynmods", json_boolean(d->cgroup.fast_attach));
   /* Where the jails' writable layers are and whether each has a disk limit. */
   if (d->disk.enabled)
     json_object_set_new(

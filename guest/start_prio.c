@@ -38,15 +38,15 @@ static void hung_cb(uv_timer_t *t)
   agt_start_prio_settle(t->data);
 }
 
-void agt_start_prio_init(struct agtd_s *d, int off)
+void agt_start_prio_init(struct agtd_s *d, int on)
 {
   struct agt_start_prio *p = &d->prio;
 
   memset(p, 0, sizeof *p);
   uv_timer_init(d->loop, &p->timer);
   p->timer.data = d;
-  if (off) {
-    agtd_log("starts: normal priority (--no-realtime)");
+  if (!on) {
+    agtd_log("starts: normal priority (no --realtime-starts)");
     return;
   }
   if (set_fifo(AGT_PRIO_AGTD) < 0) {

@@ -9,7 +9,10 @@
  * it forks is SCHED_OTHER, and RLIMIT_RTPRIO 0 keeps every jail from going realtime itself.
  * On cgroup v1 with RT group scheduling a prepared jail's cgroup gets a realtime budget for
  * its start, taken back after the exec.  Whatever is missing (permission, budget), the start
- * runs at normal priority, as with `agtd serve --no-realtime`. */
+ * runs at normal priority.  All of this only with `agtd serve --realtime-starts` (the Lima
+ * guest's service passes it); by default agtd leaves scheduling alone: a machine-wide change
+ * (agtd's loop, proxy relaying included, outranks everything else while a start is in flight)
+ * that no one should get from a daemon on their own machine without asking. */
 #ifndef AGT_START_PRIO_H
 #define AGT_START_PRIO_H
 
@@ -33,8 +36,8 @@ struct agt_start_prio {
   uv_timer_t timer; /* takes the boost back should a start hang */
 };
 
-/* Find out whether starts can run realtime; off: never. */
-void agt_start_prio_init(struct agtd_s *d, int off);
+/* Find out whether starts can run realtime; !on: never. */
+void agt_start_prio_init(struct agtd_s *d, int on);
 /* Back to normal priority (the timer is closed with the loop's other handles). */
 void agt_start_prio_release(struct agtd_s *d);
 /* A start begins: agtd's loop runs SCHED_FIFO. */

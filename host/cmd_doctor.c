@@ -295,6 +295,50 @@ static const char *agtd_fix(struct doctor *d)
   return "start agtd on that host (agtd serve) and check ssh access";
 }
 
+/* What lima/provision/machine.sh sets machine-wide (agtd never does): the Lima guest should
+ * have it (a warning when not), a local machine or an ssh host may (its owner's choice). */
+static void machine_rows(struct doctor *d, const char *out)
+{
+  const char *p = strstr(out, "printk "), *dm = strstr(out, "dynmods ");
+  int lima = d->c->target.kind == AGT_TARGET_LIMA;
+  enum result miss = lima ? D_WARN : D_OK;
+  const char *fix = lima
+                        ? "agt shell -- sudo systemctl restart agt-machine agtd"
+                        : "as root: lima/provision/machine.sh (of agt's source tree), then restart "
+                          "agtd";
+  int level = p ? atoi(p + 7) : -1;
+
+  if (dm && atoi(dm + 8) > 0)
+    row(d, "guest", "dynmods", D_OK, NULL, "the kernel's cgroup flag favordynmods is on");
+  else
+    row(d, "guest", "dynmods", miss, fix,
+        "favordynmods is off: no prepared jails, cgroup moves wait for RCU%s",
+        lima ? "" : " (machine-wide: agtd leaves it to you)");
+  if (level >= 0 && level <= 3)
+    row(d, "guest", "console log", D_OK, NULL, "console loglevel %d: kernel errors off the console",
+        level);
+  else
+    row(d, "guest", "console log", miss, fix,
+        "console loglevel %d: a jail's out-of-memory kill printed on a serial console holds a "
+        "CPU%s",
+        level, lima ? "" : " (machine-wide: agtd leaves it to you)");
+}
+
+/* --realtime-starts: the Lima guest's agtd runs with it; elsewhere it is the owner's call. */
+static void realtime_row(struct doctor *d, json_t *st)
+{
+  int lima = d->c->target.kind == AGT_TARGET_LIMA;
+
+  if (json_is_true(json_object_get(st, "realtime_starts")))
+    row(d, "guest", "realtime", D_OK, NULL, "starts run SCHED_FIFO (agtd serve --realtime-starts)");
+  else
+    row(d, "guest", "realtime", lima ? D_WARN : D_OK,
+        lima ? "agt stop && agt up (provisioning runs agtd with --realtime-starts)" : NULL,
+        "starts at normal priority%s",
+        lima ? " (the VM's agtd should run with --realtime-starts)"
+             : " (agtd serve --realtime-starts to change: machine-wide)");
+}
+
 int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   struct doctor d = {c, 0, 0, 0, 0, NULL};
@@ -374,20 +418,29 @@ int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     row(&d, "guest", "namespaces", D_SKIP, NULL, "%s", why);
     row(&d, "guest", "cgroup", D_SKIP, NULL, "%s", why);
     row(&d, "guest", "overlayfs", D_SKIP, NULL, "%s", why);
+    row(&d, "guest", "dynmods", D_SKIP, NULL, "%s", why);
+    row(&d, "guest", "console log", D_SKIP, NULL, "%s", why);
+    row(&d, "guest", "realtime", D_SKIP, NULL, "%s", why);
     row(&d, "guest", "rootfs", D_SKIP, NULL, "%s", why);
   } else {
     cleanup_free char *out = NULL;
     int code = 0;
     const char *script = "echo \"ns $(ls /proc/self/ns 2>/dev/null | tr '\\n' ' ')\"\n"
                          "echo \"fs $(grep -cw overlay /proc/filesystems)\"\n"
-                         "echo \"kernel $(uname -r)\"\n";
+                         "echo \"kernel $(uname -r)\"\n"
+                         "echo \"printk $(cut -f1 /proc/sys/kernel/printk)\"\n"
+                         "echo \"dynmods $(grep -E ' - cgroup2? ' /proc/self/mountinfo | "
+                         "grep -c favordynmods)\"\n";
     static const char *const need[] = {"mnt", "pid", "net", "ipc", "uts", "cgroup", NULL};
     if (agt_guest_sh(c, script, &out, NULL, &code, &e) < 0 || code != 0) {
       const char *why = e ? e->msg : "the script failed";
       row(&d, "guest", "namespaces", D_FAIL, "agt up, then agt shell to look", "%s", why);
       row(&d, "guest", "overlayfs", D_FAIL, "agt up, then agt shell to look", "%s", why);
+      row(&d, "guest", "dynmods", D_FAIL, "agt up, then agt shell to look", "%s", why);
+      row(&d, "guest", "console log", D_FAIL, "agt up, then agt shell to look", "%s", why);
       agt_error_release(&e);
     } else {
+      cleanup_free char *whole = xstrdup(out); /* out is cut into lines below */
       char *ns = strstr(out, "ns "), *fs = strstr(out, "fs "), *kern = strstr(out, "kernel ");
       struct agt_strv missing = {0};
       if (ns)
@@ -416,10 +469,12 @@ int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
             c->target.kind == AGT_TARGET_LIMA ? "agt shell -- sudo modprobe overlay"
                                               : "sudo modprobe overlay",
             "overlay is not in /proc/filesystems");
+      machine_rows(&d, whole);
     }
     if (!agtd_up) {
       row(&d, "guest", "cgroup", D_FAIL, agtd_fix(&d), "agtd not reachable");
       row(&d, "guest", "jail disk", D_FAIL, agtd_fix(&d), "agtd not reachable");
+      row(&d, "guest", "realtime", D_FAIL, agtd_fix(&d), "agtd not reachable");
       row(&d, "guest", "rootfs", D_FAIL, agtd_fix(&d), "agtd not reachable");
     } else {
       json_int_t cg = json_integer_value(json_object_get(st, "cgroup_version"));
@@ -434,6 +489,7 @@ int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
             "install btrfs-progs in the guest and restart agtd (docs/SECURITY.md)",
             "no disk limit per jail: %s",
             json_string_value(json_object_get(disk, "why")) ?: "agtd does not report one");
+      realtime_row(&d, st);
       if (cg == 2)
         row(&d, "guest", "cgroup", D_OK, NULL, "v2 (agtd's report)");
       else if (cg == 1)

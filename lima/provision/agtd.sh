@@ -5,8 +5,12 @@
 #      from the guest (rootfs/default.yaml): toybox, busybox, bash, ripgrep, git, CA
 #      certificates, and opencode from npm;
 #   2. agtd, built from the agt source tree that agt mounts read-only at $PARAM_AgtSourceDir;
-#   3. agtd as a systemd service listening on $PARAM_AgtdSocket, whose group is the Lima
-#      user's group, so that user (the one agt logs in as over SSH) may use it.
+#   3. the machine-wide settings agtd's jails are better off with (machine.sh, beside this
+#      file: cgroup favordynmods, console loglevel), as the oneshot service agt-machine that
+#      runs at every boot before agtd; agtd itself changes nothing machine-wide;
+#   4. agtd as a systemd service listening on $PARAM_AgtdSocket, whose group is the Lima
+#      user's group, so that user (the one agt logs in as over SSH) may use it, with
+#      --realtime-starts: this VM exists for the jails, so their starts may outrank the rest.
 set -eux -o pipefail
 
 user="{{.User}}"
@@ -58,8 +62,33 @@ if ! cmp -s "$build/guest/agtd" /usr/local/sbin/agtd; then
   changed=1
 fi
 
+install -D -m 0755 "$src/lima/provision/machine.sh" /usr/local/libexec/agt/machine.sh.new
+mv -f /usr/local/libexec/agt/machine.sh.new /usr/local/libexec/agt/machine.sh
+machine_unit=/etc/systemd/system/agt-machine.service
+cat >"$machine_unit.new" <<UNIT
+[Unit]
+Description=agt's machine-wide settings for agtd's jails (cgroup favordynmods, console loglevel)
+Before=agtd.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/libexec/agt/machine.sh
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+if ! cmp -s "$machine_unit.new" "$machine_unit"; then
+  mv -f "$machine_unit.new" "$machine_unit"
+  systemctl daemon-reload
+else
+  rm -f "$machine_unit.new"
+fi
+systemctl enable agt-machine.service
+/usr/local/libexec/agt/machine.sh
+
 group="$(id -gn "$user")"
-args="serve --socket \"$sock\" --state-dir /var/lib/agt --group \"$group\""
+args="serve --socket \"$sock\" --state-dir /var/lib/agt --group \"$group\" --realtime-starts"
 IFS=: read -r -a dirs <<<"$roots"
 for d in "${dirs[@]}"; do
   [ -n "$d" ] && args="$args --workspace-root \"$d\""
@@ -68,7 +97,8 @@ unit=/etc/systemd/system/agtd.service
 cat >"$unit.new" <<UNIT
 [Unit]
 Description=agtd, agt's jail daemon
-After=local-fs.target network-online.target
+After=local-fs.target network-online.target agt-machine.service
+Wants=agt-machine.service
 
 [Service]
 ExecStart=/usr/local/sbin/agtd $args

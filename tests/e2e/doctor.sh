@@ -123,6 +123,9 @@ like "and overlayfs" "$(row guest overlayfs)" "^guest +overlayfs +ok"
 like "the cgroup version is agtd's" "$(row guest cgroup)" "^guest +cgroup +(ok +v2|warn +v1)"
 like "each jail has a disk limit" "$OUT" "^guest +jail disk +ok +btrfs, [0-9]+ MiB, a quota per jail"
 like "the rootfs of jail.rootfs is built" "$(row guest rootfs)" "^guest +rootfs +ok +'test' is built"
+like "favordynmods is reported" "$(row guest dynmods)" "^guest +dynmods +(ok +the kernel's cgroup flag favordynmods is on|warn +favordynmods is off)"
+like "the console loglevel is reported" "$OUT" "^guest +console log +(ok|warn) +console loglevel [0-9]+"
+like "realtime starts are reported" "$(row guest realtime)" "^guest +realtime +(ok|warn) +starts "
 like "the summary" "$OUT" "^doctor: [0-9]+ ok, 0 failed, [0-9]+ warnings?, 0 not checked$"
 
 # --- a stopped VM
@@ -137,7 +140,7 @@ like "agtd is not checked" "$(row vm agtd)" "^vm +agtd +skip +not checked: the v
 like "nor the versions" "$(row vm versions)" "^vm +versions +skip "
 like "nor the guest's namespaces" "$(row guest namespaces)" "^guest +namespaces +skip "
 like "the host rows still pass" "$(row host limactl)" "^host +limactl +ok "
-like "the summary counts one failure" "$OUT" "^doctor: [0-9]+ ok, 1 failed, [0-9]+ warnings?, 6 not checked$"
+like "the summary counts one failure" "$OUT" "^doctor: [0-9]+ ok, 1 failed, [0-9]+ warnings?, 9 not checked$"
 
 # --- a config that does not parse: doctor still runs, and says where
 printf 'vm:\n  cpu: 3\n' >"$T/bad.yaml"
@@ -167,6 +170,8 @@ like "Lima's key row" "$OUT" "^host +lima key +n/a +n/a \(target local\)$"
 like "nor the VM" "$(row vm state)" "^vm +state +n/a +n/a \(target local\)$"
 like "agtd answers on this machine" "$(row local agtd)" "^local +agtd +ok +agtd answers at local"
 like "the guest rows are this machine's" "$(row guest namespaces)" "^guest +namespaces +ok "
+like "an agtd on this machine starts at normal priority by default, and that is no warning" \
+  "$(row guest realtime)" "^guest +realtime +ok +starts at normal priority \(agtd serve --realtime-starts to change: machine-wide\)$"
 like "the missing rootfs fails, with its fix" "$(row guest rootfs)" \
   "^guest +rootfs +FAIL +no rootfs named 'test' \(jail\.rootfs\)
  +fix: agt verify \(builds it\), or agt rootfs build rootfs/default\.yaml$"

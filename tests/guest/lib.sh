@@ -64,6 +64,15 @@ bail() {
 [ "$(id -u)" = 0 ] || bail "guest tests need root (real namespaces, mounts and cgroups)"
 [ "$(uname -s)" = Linux ] || bail "guest tests need Linux"
 
+# The guest tests run on a machine set up as agt's guest is: the machine-wide settings of
+# lima/provision/machine.sh (agtd changes none itself).  MACHINE_DYNMODS_BEFORE: whether the
+# kernel's cgroup flag favordynmods was on before (it cannot be turned off until reboot).
+MACHINE_DYNMODS_BEFORE=$(grep -E ' - cgroup2? ' /proc/self/mountinfo | grep -c favordynmods)
+machine_settings() {
+  "$SRCDIR/lima/provision/machine.sh" || bail "lima/provision/machine.sh failed"
+}
+[ "${AGT_TEST_MACHINE_SETTINGS:-yes}" = no ] || machine_settings
+
 ctl() { "$AGTD" ctl -s "$SOCK" "$@"; }
 
 agtd_start() {

@@ -4,7 +4,7 @@
 # limits and terminal; what cannot be prepared starts cold; nothing is left behind.
 . "$(dirname "$0")/lib.sh"
 
-agtd_start
+agtd_start --realtime-starts # as the Lima guest runs it
 build_test_rootfs
 R=$TEST_ROOTFS
 
@@ -137,6 +137,6 @@ agtd_stop
 agtd_start --warm 0
 is "agtd serve --warm 0 prepares none" "$(warm enabled)" False
 agtd_stop
-agtd_start --no-realtime
-like "agtd serve --no-realtime: starts at normal priority" "$(ctl status)" '"realtime_starts": false'
-like "saying so in its log" "$(cat "$T/agtd.log")" "starts: normal priority \(--no-realtime\)"
+agtd_start
+like "agtd serve without --realtime-starts: starts at normal priority" "$(ctl status)" '"realtime_starts": false'
+like "saying so in its log" "$(cat "$T/agtd.log")" "starts: normal priority \(no --realtime-starts\)"

@@ -11,7 +11,9 @@
 
 command -v python3 >/dev/null || bail "the escape suite needs python3 (guest services to attack)"
 
-agtd_start
+# As the Lima guest runs it: machine settings of lima/provision/machine.sh (lib.sh applies
+# them) and realtime starts.
+agtd_start --realtime-starts
 m=$T/attack-rootfs.yaml
 sed -e "s|@PROBE@|$PROBE|" -e "s|@ATTACK@|$ATTACK|" -e "s|@FIRST_INSN@|$FIRST_INSN|" \
   "$SRCDIR/tests/security/attack-rootfs.yaml" >"$m"
@@ -68,7 +70,7 @@ revive() {
   agtd_alive && return 0
   not_ok "agtd died during: $1 (restarted for the rest of the suite)"
   AGTD_PID=
-  agtd_start
+  agtd_start --realtime-starts
 }
 
 jail_pid() {
@@ -334,8 +336,9 @@ is "E15 all $N starts succeeded before and during the attacks" \
 is "E15 the four attacking jails were still running when the measurement ended" "$still" 4
 # The target is reported, and a miss is a TODO rather than a failure: it is a timing on a
 # machine others share, and a slow start is not a jail getting past its limits.  What keeps
-# it (docs/SECURITY.md, Resource attacks): starts run realtime (guest/start_prio.h), and the
-# memory hog's OOM kills stay off the serial console (guest/console_log.h).
+# it (docs/SECURITY.md, Resource attacks): starts run realtime (guest/start_prio.h, with
+# --realtime-starts), and the memory hog's OOM kills stay off the serial console (the console
+# loglevel of lima/provision/machine.sh).
 if awk -v a="$during_p99" -v b="$before_p99" 'BEGIN { exit !(a < 2 * b) }'; then
   ok "E15 start latency p99 during the attacks ($during_p99 ms) < 2 x before ($before_p99 ms)"
 else
@@ -369,7 +372,7 @@ AGTD_PID=
 sleep 0.5
 is "after agtd's death the jail's init is supervised by its keeper" \
   "$(cat "/proc/$(awk '/^PPid:/ {print $2}' "/proc/$ipid/status")/comm" 2>/dev/null)" agt-keeper
-agtd_start
+agtd_start --realtime-starts
 like "the restarted agtd finds the jail running" "$(ctl jail ls)" "^orphan +shell +running"
 wait_gone() { for _ in $(seq 1 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done; return 1; }
 kill -KILL "$kpid"
