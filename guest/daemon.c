@@ -121,6 +121,8 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
   d->jails_dir = xasprintf("%s/jails", cfg->state_dir);
   d->rootfs_dir = xasprintf("%s/rootfs", cfg->state_dir);
   d->workspaces_dir = xasprintf("%s/workspaces", cfg->state_dir);
+  d->layers_dir =
+      cfg->layers_dir ? xstrdup(cfg->layers_dir) : xasprintf("%s/layers", cfg->state_dir);
 
   if (geteuid() != 0)
     return agt_error_kind(err, AGT_E_STATE, "agtd must run as root");
@@ -143,10 +145,10 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
   if (agt_mkdir_p(d->jails_dir, 0700, err) < 0 || agt_mkdir_p(d->rootfs_dir, 0755, err) < 0 ||
       agt_mkdir_p(d->workspaces_dir, 0755, err) < 0)
     return agt_error_wrap(err, "state directory");
-  if (agt_disk_init(&d->disk, cfg->state_dir, d->jails_dir, cfg->disk_size, err) < 0)
+  if (agt_disk_init(&d->disk, cfg->state_dir, d->layers_dir, cfg->disk_size, err) < 0)
     return agt_error_wrap(err, "the jails' disk");
   if (d->disk.enabled)
-    agtd_log("jails' writable layers: btrfs at %s (%llu MiB), a quota per jail", d->jails_dir,
+    agtd_log("jails' writable layers: btrfs at %s (%llu MiB), a quota per jail", d->layers_dir,
              (unsigned long long)(d->disk.size >> 20));
   else
     agtd_log("jails' writable layers: NO DISK LIMIT (%s)", d->disk.why_off);
@@ -167,6 +169,8 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
   if (agt_jail_load_all(d, err) < 0)
     return -1;
   agt_warm_init(d, cfg->warm, d->cgroup.fast_attach);
+  if (agt_disk_sweep(&d->disk, d->jails_dir) > 0)
+    agtd_log("removed the jails' layers left over from starts cut short");
   agt_start_prio_init(d, cfg->realtime_starts);
   if (agt_server_listen(d, err) < 0)
     return -1;
@@ -242,6 +246,7 @@ void agtd_release(agtd_t *d)
   free(d->jails_dir);
   free(d->rootfs_dir);
   free(d->workspaces_dir);
+  free(d->layers_dir);
   /* the socket is gone (agt_server_close): the locks last */
   if (d->socket_lock_fd >= 0)
     close(d->socket_lock_fd);

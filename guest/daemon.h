@@ -31,7 +31,8 @@ struct agtd_config {
   unsigned netns_pool;          /* network namespaces made ahead of time (0: none) */
   unsigned warm;                /* prepared jails kept ready (0: none) */
   int realtime_starts;          /* starts run SCHED_FIFO (start_prio.h); off by default */
-  uint64_t disk_size; /* size of a new jails.img: 0 half the free space, UINT64_MAX none */
+  uint64_t disk_size;     /* size of a new layers.img: 0 half the free space, UINT64_MAX none */
+  const char *layers_dir; /* the jails' writable layers (NULL: <state>/layers; disk.h) */
   const char *const *workspace_roots; /* a workspace must lie under one of these */
   size_t nworkspace_roots;
 };
@@ -42,6 +43,7 @@ struct agtd_s {
   char *jails_dir;      /* <state>/jails */
   char *rootfs_dir;     /* <state>/rootfs */
   char *workspaces_dir; /* <state>/workspaces */
+  char *layers_dir;     /* the jails' writable layers (disk.h) */
   uv_pipe_t listener;
   uv_signal_t sigterm, sigint;
   struct agt_client_s *clients; /* list */

@@ -17,6 +17,7 @@
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -92,8 +93,10 @@ static int image_make(const char *image, uint64_t size, agt_error_t *err)
 {
   cleanup_free char *tmp = xasprintf("%s.new", image);
   cleanup_close int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  const char *const argv[] = {"mkfs.btrfs", "-q", "-f",        "-K", "-m",
-                              "single",     "-L", "agt-jails", tmp,  NULL};
+  /* Mixed block groups: data and metadata share the space, so that a disk full of one jail's
+   * data cannot leave no room for metadata (new files) once that data is gone. */
+  const char *const argv[] = {"mkfs.btrfs", "-q",     "-f", "-K",        "--mixed", "-m", "single",
+                              "-d",         "single", "-L", "agt-jails", tmp,       NULL};
 
   if (fd < 0)
     return agt_error_make(err, errno, "create '%s'", tmp);
@@ -204,16 +207,81 @@ static int quota_enable(const char *dir, agt_error_t *err)
   return 0;
 }
 
-static int disk_setup(struct agt_disk *dk, const char *state_dir, uint64_t image_size,
-                      int *fatal, agt_error_t *err)
+/* Quotas are on (full or simple) where the file system lists qgroups in sysfs. */
+static int quotas_on(const char *dir)
 {
-  struct stat img, sd, jd;
+  cleanup_close int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct btrfs_ioctl_fs_info_args fi;
+  char path[128], uuid[37];
+
+  if (fd < 0)
+    return 0;
+  memset(&fi, 0, sizeof fi);
+  if (ioctl(fd, BTRFS_IOC_FS_INFO, &fi) < 0)
+    return 0;
+  snprintf(uuid, sizeof uuid,
+           "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", fi.fsid[0],
+           fi.fsid[1], fi.fsid[2], fi.fsid[3], fi.fsid[4], fi.fsid[5], fi.fsid[6], fi.fsid[7],
+           fi.fsid[8], fi.fsid[9], fi.fsid[10], fi.fsid[11], fi.fsid[12], fi.fsid[13], fi.fsid[14],
+           fi.fsid[15]);
+  snprintf(path, sizeof path, "/sys/fs/btrfs/%s/qgroups", uuid);
+  return access(path, F_OK) == 0;
+}
+
+/* Is dir the mount point of a btrfs on a loop device backed by image (agtd's own, mounted by
+ * an agtd that died)?  Anything else mounted there is someone else's. */
+static int mounted_from(const char *dir, const char *image)
+{
+  cleanup_file FILE *f = fopen("/proc/self/mountinfo", "re");
+  cleanup_free char *line = NULL;
+  cleanup_free char *rdir = realpath(dir, NULL);
+  cleanup_free char *rimg = realpath(image, NULL);
+  char mnt[4096], fstype[32], src[256], path[320], back[4096];
+  size_t cap = 0;
+  int found = 0;
+
+  if (f == NULL || rdir == NULL || rimg == NULL)
+    return 0;
+  /* the last mount on dir is the one seen there */
+  while (getline(&line, &cap, f) > 0) {
+    const char *sep = strstr(line, " - ");
+
+    if (sep && sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && strcmp(mnt, rdir) == 0)
+      found = sscanf(sep, " - %31s %255s", fstype, src) == 2 && strcmp(fstype, "btrfs") == 0 &&
+              strncmp(src, "/dev/loop", 9) == 0;
+  }
+  if (!found)
+    return 0;
+  snprintf(path, sizeof path, "/sys/block/%s/loop/backing_file", src + 5);
+  {
+    cleanup_file FILE *b = fopen(path, "re");
+    if (b == NULL || fgets(back, sizeof back, b) == NULL)
+      return 0;
+  }
+  back[strcspn(back, "\n")] = '\0';
+  return strcmp(back, rimg) == 0;
+}
+
+static int disk_setup(struct agt_disk *dk, const char *state_dir, uint64_t image_size, int *fatal,
+                      agt_error_t *err)
+{
   char dev[300];
 
   /* Mounted from our image by an agtd that died: ours to unmount at exit. */
-  if (is_btrfs(dk->dir) && lstat(dk->image, &img) == 0 && stat(state_dir, &sd) == 0 &&
-      stat(dk->dir, &jd) == 0 && sd.st_dev != jd.st_dev)
+  if (is_btrfs(dk->dir) && mounted_from(dk->dir, dk->image)) {
     dk->mounted = 1;
+    dk->own = 1;
+  }
+  if (is_btrfs(dk->dir) && !dk->own) {
+    /* A file system someone else made (the Lima guest's jails disk, a btrfs root): agtd
+     * never turns its quotas on; whoever made it decides. */
+    if (!quotas_on(dk->dir))
+      return agt_error_kind(err, AGT_E_STATE,
+                            "'%s' is a btrfs that agtd did not make and its quotas are off "
+                            "(btrfs quota enable '%s' turns them on)",
+                            dk->dir, dk->dir);
+    return 0;
+  }
   if (!is_btrfs(dk->dir)) {
     struct stat st;
 
@@ -221,7 +289,8 @@ static int disk_setup(struct agt_disk *dk, const char *state_dir, uint64_t image
       return agt_error_kind(err, AGT_E_STATE, "no image wanted (--disk-size 0)");
     if (!dir_is_empty(dk->dir))
       return agt_error_kind(err, AGT_E_STATE,
-                            "'%s' holds jails made before it was on btrfs: remove them first",
+                            "'%s' holds jails' layers made before it was on btrfs: remove them "
+                            "first",
                             dk->dir);
     if (lstat(dk->image, &st) < 0) {
       if (image_size == 0) {
@@ -265,22 +334,33 @@ static int disk_setup(struct agt_disk *dk, const char *state_dir, uint64_t image
         return -1;
     }
     dk->mounted = 1;
+    dk->own = 1;
     if (chmod(dk->dir, 0700) < 0)
       return agt_error_make(err, errno, "chmod '%s'", dk->dir);
   }
   return quota_enable(dk->dir, err);
 }
 
-int agt_disk_init(struct agt_disk *dk, const char *state_dir, const char *jails_dir,
+int agt_disk_init(struct agt_disk *dk, const char *state_dir, const char *layers_dir,
                   uint64_t image_size, agt_error_t *err)
 {
+  cleanup_free char *old = xasprintf("%s/jails.img", state_dir);
   agt_error_t e = NULL;
   struct statfs sfs;
   int fatal = 0;
 
   memset(dk, 0, sizeof *dk);
-  dk->dir = xstrdup(jails_dir);
-  dk->image = xasprintf("%s/jails.img", state_dir);
+  dk->dir = xstrdup(layers_dir);
+  dk->image = xasprintf("%s/layers.img", state_dir);
+  /* Before, the image held the jails' records and logs too, mounted on <state>/jails. */
+  if (access(old, F_OK) == 0)
+    return agt_error_kind(err, AGT_E_STATE,
+                          "'%s' is the jails' disk of an older agtd, which kept the jails' "
+                          "records on it: remove it (its jails are lost), or use another "
+                          "--state-dir",
+                          old);
+  if (agt_mkdir_p(layers_dir, 0700, err) < 0)
+    return agt_error_wrap(err, "the jails' layers");
   if (disk_setup(dk, state_dir, image_size, &fatal, &e) < 0) {
     if (fatal) {
       if (err)
@@ -298,7 +378,34 @@ int agt_disk_init(struct agt_disk *dk, const char *state_dir, const char *jails_
   dk->enabled = 1;
   if (statfs(dk->dir, &sfs) == 0)
     dk->size = (uint64_t)sfs.f_blocks * sfs.f_bsize;
+  /* btrfs keeps some of it for its own metadata and global reserve: not promised to jails. */
+  dk->capacity = dk->size - dk->size / 16;
   return 0;
+}
+
+int agt_disk_promise(struct agt_disk *dk, uint64_t running, uint64_t limit, const char *name,
+                     agt_error_t *err)
+{
+  uint64_t want = limit ? limit : dk->capacity, used = 0, promised;
+  struct statfs sfs;
+
+  if (!dk->enabled)
+    return 0;
+  /* What is written already (the jails at rest, and the running ones' so far: counted twice,
+   * on the safe side) plus what running jails may still write. */
+  if (statfs(dk->dir, &sfs) == 0)
+    used = (uint64_t)(sfs.f_blocks - sfs.f_bfree) * sfs.f_bsize;
+  promised = running + used;
+  if (promised <= dk->capacity && want <= dk->capacity - promised)
+    return 0;
+  return agt_error_kind(
+      err, AGT_E_LIMIT,
+      "jail '%s' asks for %llu MiB of disk (%s), and of the jails' %llu MiB disk %llu MiB are "
+      "promised to running jails' limits and %llu MiB written: give it a smaller --disk, or "
+      "stop or remove jails",
+      name, (unsigned long long)(want >> 20), limit ? "--disk" : "--disk 0: all of it",
+      (unsigned long long)(dk->capacity >> 20), (unsigned long long)(running >> 20),
+      (unsigned long long)(used >> 20));
 }
 
 void agt_disk_release(struct agt_disk *dk)
@@ -346,60 +453,162 @@ static int subvol_limit(const char *rw, uint64_t limit, agt_error_t *err)
   return 0;
 }
 
+/* <jail_dir>/rw: the symlink to the jail's layer on the jails' disk, or the directory of
+ * the layer itself when the disk is off. */
 int agt_disk_jail_create(struct agt_disk *dk, const char *jail_dir, uint64_t limit,
                          agt_error_t *err)
 {
   cleanup_free char *rw = xasprintf("%s/rw", jail_dir);
-  cleanup_free char *upper = xasprintf("%s/upper", rw);
-  cleanup_free char *work = xasprintf("%s/work", rw);
+  cleanup_free char *layer = NULL;
+  cleanup_free char *upper = NULL;
+  cleanup_free char *work = NULL;
 
   if (dk->enabled) {
-    cleanup_close int dfd = open(jail_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    cleanup_close int dfd = open(dk->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    const char *base = strrchr(jail_dir, '/') ? strrchr(jail_dir, '/') + 1 : jail_dir;
     struct btrfs_ioctl_vol_args va;
+    struct timespec ts;
 
     if (dfd < 0)
-      return agt_error_make(err, errno, "open '%s'", jail_dir);
+      return agt_error_make(err, errno, "open '%s'", dk->dir);
+    /* Named after the jail's directory when it was made, plus a stamp: a prepared jail's
+     * directory is renamed on its claim and its name is used again, the layer stays. */
+    clock_gettime(CLOCK_REALTIME, &ts);
     memset(&va, 0, sizeof va);
-    snprintf(va.name, sizeof va.name, "rw");
+    base += strspn(base, ".");
+    snprintf(va.name, sizeof va.name, "%s.%llx", base,
+             (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+    layer = xasprintf("%s/%s", dk->dir, va.name);
     if (ioctl(dfd, BTRFS_IOC_SUBVOL_CREATE, &va) < 0)
-      return agt_error_make(err, errno, "create the subvolume '%s'", rw);
-    if (limit && subvol_limit(rw, limit, err) < 0)
-      return -1;
+      return agt_error_make(err, errno, "create the subvolume '%s'", layer);
+    if (symlink(layer, rw) < 0) {
+      agt_error_make(err, errno, "symlink '%s'", rw);
+      goto fail;
+    }
+    if (limit && subvol_limit(layer, limit, err) < 0)
+      goto fail;
   } else if (mkdir(rw, 0755) < 0) {
     return agt_error_make(err, errno, "mkdir '%s'", rw);
   }
-  if (mkdir(upper, 0755) < 0 || mkdir(work, 0700) < 0)
-    return agt_error_make(err, errno, "mkdir in '%s'", rw);
+  upper = xasprintf("%s/upper", layer ? layer : rw);
+  work = xasprintf("%s/work", layer ? layer : rw);
+  if (mkdir(upper, 0755) < 0 || mkdir(work, 0700) < 0) {
+    agt_error_make(err, errno, "mkdir in '%s'", layer ? layer : rw);
+    goto fail;
+  }
   return 0;
+fail:
+  if (layer)
+    agt_disk_jail_remove(dk, jail_dir, NULL);
+  return -1;
+}
+
+/* The layer <jail_dir>/rw links to, NULL when rw is no link to the jails' disk. */
+static char *layer_of(struct agt_disk *dk, const char *jail_dir)
+{
+  cleanup_free char *rw = xasprintf("%s/rw", jail_dir);
+  char buf[4096];
+  size_t n = strlen(dk->dir);
+  ssize_t len = readlink(rw, buf, sizeof buf - 1);
+
+  if (len <= 0)
+    return NULL;
+  buf[len] = '\0';
+  if (strncmp(buf, dk->dir, n) != 0 || buf[n] != '/' || strchr(buf + n + 1, '/') ||
+      buf[n + 1] == '\0' || buf[n + 1] == '.')
+    return NULL;
+  return xstrdup(buf);
 }
 
 int agt_disk_jail_limit(struct agt_disk *dk, const char *jail_dir, uint64_t limit, agt_error_t *err)
 {
-  cleanup_free char *rw = xasprintf("%s/rw", jail_dir);
+  cleanup_free char *layer = NULL;
 
   if (!dk->enabled || limit == 0)
     return 0;
-  return subvol_limit(rw, limit, err);
+  layer = layer_of(dk, jail_dir);
+  if (layer == NULL)
+    return agt_error_kind(err, AGT_E_STATE, "'%s/rw' is not a layer on the jails' disk", jail_dir);
+  return subvol_limit(layer, limit, err);
+}
+
+/* Delete a layer's subvolume, and wait until the space it held is free again: its files are
+ * removed first (their extents are freed at the next commit), the empty subvolume is left
+ * to btrfs's cleaner, and the commit is waited for. */
+static int layer_remove(struct agt_disk *dk, const char *layer, agt_error_t *err)
+{
+  cleanup_free char *upper = xasprintf("%s/upper", layer);
+  cleanup_free char *work = xasprintf("%s/work", layer);
+  cleanup_close int dfd = open(dk->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  struct btrfs_ioctl_vol_args va;
+  const char *name = strrchr(layer, '/') + 1;
+  __u64 transid = 0;
+
+  if (dfd < 0)
+    return agt_error_make(err, errno, "open '%s'", dk->dir);
+  if (agt_rm_rf(upper, err) < 0 || agt_rm_rf(work, err) < 0)
+    return -1;
+  memset(&va, 0, sizeof va);
+  snprintf(va.name, sizeof va.name, "%s", name);
+  if (ioctl(dfd, BTRFS_IOC_SNAP_DESTROY, &va) < 0 && errno != ENOENT)
+    return agt_error_make(err, errno, "delete the subvolume '%s'", layer);
+  /* Commit the transaction (freed extents are free after it), without BTRFS_IOC_SYNC's
+   * writeback of every other jail's dirty data first. */
+  if (ioctl(dfd, BTRFS_IOC_START_SYNC, &transid) < 0 ||
+      ioctl(dfd, BTRFS_IOC_WAIT_SYNC, &transid) < 0)
+    return agt_error_make(err, errno, "commit '%s'", dk->dir);
+  return 0;
 }
 
 int agt_disk_jail_remove(struct agt_disk *dk, const char *jail_dir, agt_error_t *err)
 {
-  cleanup_free char *rw = xasprintf("%s/rw", jail_dir);
-  struct btrfs_ioctl_vol_args va;
-  int dfd;
+  cleanup_free char *layer = dk->enabled ? layer_of(dk, jail_dir) : NULL;
 
-  if (dk->enabled) {
-    dfd = open(jail_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (dfd < 0)
-      return errno == ENOENT ? 0 : agt_error_make(err, errno, "open '%s'", jail_dir);
-    memset(&va, 0, sizeof va);
-    snprintf(va.name, sizeof va.name, "rw");
-    int r = ioctl(dfd, BTRFS_IOC_SNAP_DESTROY, &va);
-    int e = errno;
-    close(dfd);
-    /* EINVAL, ENOTTY: not a subvolume (made while the disk was off), removed as a tree */
-    if (r < 0 && e != ENOENT && e != EINVAL && e != ENOTTY)
-      return agt_error_make(err, e, "delete the subvolume '%s'", rw);
-  }
+  if (layer && layer_remove(dk, layer, err) < 0)
+    return -1;
   return agt_rm_rf(jail_dir, err);
+}
+
+int agt_disk_sweep(struct agt_disk *dk, const char *jails_dir)
+{
+  cleanup_dir DIR *jd = NULL;
+  cleanup_dir DIR *ld = NULL;
+  struct dirent *de;
+  char **owned = NULL;
+  size_t nowned = 0, cap = 0;
+  int n = 0;
+
+  if (!dk->enabled || (ld = opendir(dk->dir)) == NULL)
+    return 0;
+  /* The layers that jail directories (records and prepared jails alike) link to. */
+  jd = opendir(jails_dir);
+  while (jd && (de = readdir(jd)) != NULL) {
+    cleanup_free char *dir = xasprintf("%s/%s", jails_dir, de->d_name);
+    char *layer = layer_of(dk, dir);
+
+    if (layer == NULL)
+      continue;
+    if (nowned == cap) {
+      cap = cap ? 2 * cap : 64;
+      owned = xrealloc(owned, cap * sizeof *owned);
+    }
+    owned[nowned++] = layer;
+  }
+  /* Any other is left over from a start cut short: its space goes back. */
+  while ((de = readdir(ld)) != NULL) {
+    cleanup_free char *layer = NULL;
+    size_t i;
+
+    if (de->d_name[0] == '.')
+      continue;
+    layer = xasprintf("%s/%s", dk->dir, de->d_name);
+    for (i = 0; i < nowned && strcmp(owned[i], layer) != 0; i++)
+      ;
+    if (i == nowned && layer_remove(dk, layer, NULL) == 0)
+      n++;
+  }
+  for (size_t i = 0; i < nowned; i++)
+    free(owned[i]);
+  free(owned);
+  return n;
 }

@@ -2,11 +2,22 @@
  * live in a btrfs subvolume of their own with a quota (a qgroup limit), so that a jail that
  * fills its root file system stops at its limit instead of filling the guest's disk.
  *
- * agtd keeps <state>/jails on btrfs: when that directory is not on btrfs already, agtd makes
- * a sparse image <state>/jails.img (mkfs.btrfs, once) and mounts it there through a loop
- * device.  Without btrfs (no mkfs.btrfs, no loop device, an old state directory with jails
- * in it) agtd still runs, with the writable layers on the state directory's file system and
- * no disk limit, and says so in its log and in daemon.status. */
+ * The layers live on a file system of their own, <state>/layers (agtd serve --layers-dir),
+ * never on the one of the jails' records and logs (<state>/jails): a jail that fills its
+ * layer cannot take the space its record, its log or another jail's log needs.  A jail's
+ * <jail dir>/rw is a symlink to its layer, <layers>/<name>.<stamp>.
+ *
+ * When the layers directory is on btrfs already (the Lima guest's jails disk), agtd uses it
+ * as it is: with limits when its quotas are on, without when they are off, for agtd never
+ * turns on quotas on a file system it did not make.  Otherwise agtd makes a sparse image
+ * <state>/layers.img (mkfs.btrfs, once), mounts it there through a loop device and turns its
+ * quotas on.  Without btrfs (no mkfs.btrfs, no loop device) agtd still runs, the layers in
+ * plain directories on the state's file system and no disk limit, and says so in its log and
+ * in daemon.status.
+ *
+ * What the running jails may write (their limits) and what the disk holds already never add
+ * up to more than the disk (agt_disk_promise): a start that would is refused, so no jail can
+ * make another's writes fail short of its limit. */
 #ifndef AGT_DISK_H
 #define AGT_DISK_H
 
@@ -15,34 +26,44 @@
 #include "error.h"
 
 struct agt_disk {
-  int enabled;   /* jails get subvolumes with quotas */
-  int mounted;   /* agtd mounted the image (and unmounts it at exit) */
-  int shared;    /* ... from a loop device a mount elsewhere had attached already */
-  char *dir;     /* <state>/jails */
-  char *image;   /* <state>/jails.img */
-  char *why_off; /* when !enabled: the reason, for the log and daemon.status */
-  uint64_t size; /* bytes of the file system (statfs) */
+  int enabled;       /* jails get subvolumes with quotas */
+  int mounted;       /* agtd mounted the image (and unmounts it at exit) */
+  int shared;        /* ... from a loop device a mount elsewhere had attached already */
+  int own;           /* agtd made the file system (its image) */
+  char *dir;         /* <state>/layers, or --layers-dir */
+  char *image;       /* <state>/layers.img */
+  char *why_off;     /* when !enabled: the reason, for the log and daemon.status */
+  uint64_t size;     /* bytes of the file system (statfs) */
+  uint64_t capacity; /* what may be promised to jails' limits: size less btrfs's own share */
 };
 
-/* Set up dk for jails_dir.  image_size: the size of a new image, 0 for half of the free space
- * of the state directory's file system; UINT64_MAX: do not use an image (no disk limits).
- * Failing to get btrfs is not an error: dk->enabled says what happened.  The image is never
- * attached twice (two loop devices would make two btrfs on one image, and corrupt it): one
- * attached by a mount (autoclear) already, elsewhere or going away, is mounted from that
+/* Set up dk for layers_dir.  image_size: the size of a new image, 0 for half of the free
+ * space of the state directory's file system; UINT64_MAX: do not use an image (no disk
+ * limits).  Failing to get btrfs is not an error: dk->enabled says what happened.  Errors:
+ * the state holds an older agtd's jails.img (the jails' records were on it).  The image is
+ * never attached twice (two loop devices would make two btrfs on one image, and corrupt it):
+ * one attached by a mount (autoclear) already, elsewhere or going away, is mounted from that
  * device (the same btrfs); one attached otherwise (losetup) is an error. */
-int agt_disk_init(struct agt_disk *dk, const char *state_dir, const char *jails_dir,
+int agt_disk_init(struct agt_disk *dk, const char *state_dir, const char *layers_dir,
                   uint64_t image_size, agt_error_t *err);
 void agt_disk_release(struct agt_disk *dk);
 
-/* Make <jail_dir>/rw, with upper/ and work/ in it: a subvolume limited to limit bytes when dk
- * is enabled (0: no limit), else a directory. */
+/* May a jail with this limit (0: none, i.e. all of the disk) start when the limits of the
+ * running jails add up to running?  What the disk holds already counts too.  A clear error
+ * when not. */
+int agt_disk_promise(struct agt_disk *dk, uint64_t running, uint64_t limit, const char *name,
+                     agt_error_t *err);
+
+/* Make <jail_dir>/rw, with upper/ and work/ in it: a link to a new layer limited to limit
+ * bytes when dk is enabled (0: no limit), else a directory. */
 int agt_disk_jail_create(struct agt_disk *dk, const char *jail_dir, uint64_t limit,
                          agt_error_t *err);
-/* Set the limit of <jail_dir>/rw (a prepared jail's, made without one); 0: none. */
+/* Set the limit of <jail_dir>/rw's layer (a prepared jail's, made without one); 0: none. */
 int agt_disk_jail_limit(struct agt_disk *dk, const char *jail_dir, uint64_t limit,
                         agt_error_t *err);
-/* Remove <jail_dir>: its rw subvolume at once (its blocks freed in the background), then the
- * rest. */
+/* Remove <jail_dir> and its layer.  The space the layer held is free when this returns. */
 int agt_disk_jail_remove(struct agt_disk *dk, const char *jail_dir, agt_error_t *err);
+/* Remove the layers no directory in jails_dir links to; how many. */
+int agt_disk_sweep(struct agt_disk *dk, const char *jails_dir);
 
 #endif

@@ -321,6 +321,17 @@ static json_t *limits_to_json(const struct agt_jail_limits *l)
                    (json_int_t)l->disk_bytes);
 }
 
+int agt_jail_disk_promise(struct agtd_s *d, const agt_jail_t *j, agt_error_t *err)
+{
+  uint64_t running = 0;
+
+  for (agt_jail_t *o = d->jails; o; o = o->next)
+    if (o != j && (o->state == AGT_JAIL_STARTING || o->state == AGT_JAIL_RUNNING ||
+                   o->state == AGT_JAIL_STOPPING))
+      running += o->limits.disk_bytes ? o->limits.disk_bytes : d->disk.capacity;
+  return agt_disk_promise(&d->disk, running, j->limits.disk_bytes, j->name, err);
+}
+
 static uid_t alloc_uid(struct agtd_s *d)
 {
   for (uid_t slot = 0; slot < AGT_JAIL_UID_SLOTS; slot++) {
@@ -580,6 +591,13 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
     }
   }
 
+  /* Without a disk limit of its own, a jail gets 10 GiB or an eighth of the jails' disk,
+   * whichever is less; what running jails may write stays within the disk (disk.h). */
+  if (d->disk.enabled && json_object_get(json_object_get(params, "limits"), "disk") == NULL &&
+      j->limits.disk_bytes > d->disk.capacity / 8)
+    j->limits.disk_bytes = d->disk.capacity / 8;
+  if (for_run && agt_jail_disk_promise(d, j, err) < 0)
+    goto fail;
   if (for_run) {
     /* A prepared jail on this rootfs becomes this one: its directory is renamed here (the
      * jail user's files come with the claim, jail_warm.c). */

@@ -135,6 +135,9 @@ int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_erro
 /* The same for jail.run: the jail may take a prepared jail (jail_warm.c) and start faster. */
 int agt_jail_create_for_run(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_error_t *err);
 int agt_jail_save(agt_jail_t *j, agt_error_t *err);
+/* May j start: do the running jails' disk limits, what the jails' disk holds and j's limit
+ * fit on it (disk.h)?  A clear error when not. */
+int agt_jail_disk_promise(struct agtd_s *d, const agt_jail_t *j, agt_error_t *err);
 /* Load every record under <state>/jails; jails that were running when agtd went away are
  * found again under their keepers (keeper.h), or, their keeper gone, marked exited with the
  * exit it recorded, and their cgroups removed. */

@@ -202,6 +202,8 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
                           agt_jail_state_name(j->state));
   if (j->handles_open > 0 || j->cgroup_pending)
     return agt_error_kind(err, AGT_E_BUSY, "jail '%s' is still cleaning up its last run", j->name);
+  if (agt_jail_disk_promise(j->d, j, err) < 0)
+    return -1;
   j->started_warm = 0;
   if (j->warm) {
     r = agt_warm_start(j, err);

@@ -25,6 +25,7 @@ enum {
   OPT_WORKSPACE_ROOT,
   OPT_NETNS_POOL,
   OPT_DISK_SIZE,
+  OPT_LAYERS_DIR,
   OPT_WARM,
   OPT_REALTIME_STARTS,
 };
@@ -44,9 +45,12 @@ static const struct agt_opt serve_opts[] = {
     {OPT_MAX_JAILS, "max-jails", "N", "jail records at once (2000)"},
     {OPT_CGROUP, "cgroup", "NAME", "cgroup under which jails live (agt)"},
     {OPT_NETNS_POOL, "netns-pool", "N", "network namespaces made ahead of time, 0 for none (8)"},
+    {OPT_LAYERS_DIR, "layers-dir", "DIR",
+     "the jails' writable layers, on a file system apart from the state's (<state>/layers); "
+     "a btrfs there is used as it is, with limits when its quotas are on"},
     {OPT_DISK_SIZE, "disk-size", "SIZE",
-     "size of the btrfs image made for the jails' writable layers (half the free space); 0: "
-     "no image and no disk limits"},
+     "size of the btrfs image made for the jails' writable layers when the layers directory "
+     "is not on btrfs (half the free space); 0: no image and no disk limits"},
     {OPT_WARM, "warm", "N",
      "prepared jails kept ready for jail.run on the last rootfs run, 0 for none (2)"},
     {OPT_REALTIME_STARTS, "realtime-starts", NULL,
@@ -88,6 +92,11 @@ static int serve_opt(void *ctx, int key, const char *arg, agt_error_t *err)
     if (agt_abspath_check("--workspace-root", arg, err) < 0)
       return -1;
     a->roots[a->nroots++] = arg;
+    return 0;
+  case OPT_LAYERS_DIR:
+    if (agt_abspath_check("--layers-dir", arg, err) < 0)
+      return -1;
+    a->cfg.layers_dir = arg;
     return 0;
   case OPT_DISK_SIZE:
     if (agt_parse_size("--disk-size", arg, &v, err) < 0)

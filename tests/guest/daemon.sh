@@ -66,30 +66,30 @@ check "the first one's socket is still there" test -S "$SOCK"
 like "and the first agtd still answers on it" "$(ctl hello)" "^agtd "
 agtd_stop
 
-# A jails.img attached to a loop device already (mounted elsewhere) is not mounted again.
-if [ -f "$STATE/jails.img" ] && command -v losetup >/dev/null; then
-  dev=$(losetup --find --show --read-only "$STATE/jails.img")
+# A layers.img attached to a loop device already (mounted elsewhere) is not mounted again.
+if [ -f "$STATE/layers.img" ] && command -v losetup >/dev/null; then
+  dev=$(losetup --find --show --read-only "$STATE/layers.img")
   out=$(timeout 20 "$AGTD" serve --socket "$SOCK" --state-dir "$STATE" --cgroup "$CG" 2>&1)
   rc=$?
   losetup -d "$dev"
-  like "agtd refuses a jails.img attached elsewhere" "$out" \
-    "jails.img' is attached to $dev already"
+  like "agtd refuses a layers.img attached elsewhere" "$out" \
+    "layers.img' is attached to $dev already"
   check "and exits non-zero (rc $rc)" test "$rc" -ne 0
   # Mounted elsewhere (a mount's loop device, autoclear): agtd mounts that same device, never
   # a second one (two btrfs on one image).
   agtd_stop
   mkdir -p "$T/elsewhere"
-  mount -o loop "$STATE/jails.img" "$T/elsewhere"
+  mount -o loop "$STATE/layers.img" "$T/elsewhere"
   agtd_start
-  like "agtd mounts a jails.img mounted elsewhere from the same loop device" "$(ctl status)" \
+  like "agtd mounts a layers.img mounted elsewhere from the same loop device" "$(ctl status)" \
     '"limits": true'
-  is "the image is attached once" "$(losetup -j "$STATE/jails.img" | wc -l)" 1
+  is "the image is attached once" "$(losetup -j "$STATE/layers.img" | wc -l)" 1
   agtd_stop
   umount "$T/elsewhere"
   agtd_start
   like "once detached, agtd mounts it" "$(ctl status)" '"limits": true'
 else
-  not_ok "no jails.img to test a second attach with (losetup: $(command -v losetup))"
+  not_ok "no layers.img to test a second attach with (losetup: $(command -v losetup))"
 fi
 
 # Stalled and greedy clients (tests/guest/clients.py): a deadline for the hello and one for

@@ -4,6 +4,9 @@
 . "$(dirname "$0")/lib.sh"
 
 N=50
+# Each jail names a small disk limit: the running jails' limits together never exceed the
+# jails' disk (guest/disk.h), and 50 default ones (an eighth of it each) would.
+DISK=128M
 agtd_start
 build_test_rootfs
 
@@ -12,7 +15,7 @@ echo guest-only >"$T/marker"
 WS=$STATE/workspaces
 
 for i in $(seq 1 $N); do
-  ctl jail run --name "j$i" --rootfs "$TEST_ROOTFS" --env ME="j$i" --env WS="$WS" \
+  ctl jail run --name "j$i" --rootfs "$TEST_ROOTFS" --disk "$DISK" --env ME="j$i" --env WS="$WS" \
     --env N="$N" -- /bin/sh -c '
       echo "$ME" > /work/out.txt
       probe ps > /work/ps.txt
@@ -51,7 +54,7 @@ is "all $N exited with 0" "$codes" " $N \"exit_code\": 0"
 run_probe() {
   local name=$1
   shift
-  ctl jail run --name "$name" --rootfs "$TEST_ROOTFS" -- "$@" >/dev/null
+  ctl jail run --name "$name" --rootfs "$TEST_ROOTFS" --disk "$DISK" -- "$@" >/dev/null
   ctl jail wait "$name" >/dev/null
   ctl jail logs "$name"
 }

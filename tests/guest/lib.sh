@@ -108,8 +108,8 @@ build_test_rootfs() {
 
 # Mounts, processes and cgroups this test's agtd left behind.
 leftovers() {
-  # (agtd's own mount of the jails' disk at $STATE/jails stays while agtd runs)
-  grep " $T/" /proc/self/mountinfo | grep -vc " $STATE/jails "
+  # (agtd's own mount of the jails' disk at $STATE/layers stays while agtd runs)
+  grep " $T/" /proc/self/mountinfo | grep -vc " $STATE/layers "
 }
 
 # Processes in this test's jails' cgroups (not in agtd's prepared jails, w-*).

@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # A fork bomb and a memory hog stay inside their jails, and agtd keeps serving the others.
 . "$(dirname "$0")/lib.sh"
+# Every jail here names a small disk limit (--disk 64M): ten running default ones (an eighth of
+# the jails' disk each) would be more than the disk, and a start would be refused (disk.h).
 
 agtd_start
 build_test_rootfs
 R=$TEST_ROOTFS
 
-ctl jail run --name bomb --rootfs "$R" --pids 64 -- probe forkbomb 6 >/dev/null
-ctl jail run --name hog --rootfs "$R" --memory 64M -- probe memhog 1024 >/dev/null
+ctl jail run --name bomb --rootfs "$R" --disk 64M --pids 64 -- probe forkbomb 6 >/dev/null
+ctl jail run --name hog --rootfs "$R" --disk 64M --memory 64M -- probe memhog 1024 >/dev/null
 sleep 1
 
 # While both attack, other jails start, run and finish, and agtd answers at once.
 t0=$(date +%s%N)
 for i in 1 2 3 4 5 6 7 8; do
-  ctl jail run --name "ok$i" --rootfs "$R" -- /bin/sh -c "echo alive-$i" >/dev/null || not_ok "start ok$i during the attack"
+  ctl jail run --name "ok$i" --rootfs "$R" --disk 64M -- /bin/sh -c "echo alive-$i" >/dev/null || not_ok "start ok$i during the attack"
 done
 for i in 1 2 3 4 5 6 7 8; do ctl jail wait "ok$i" >/dev/null; done
 t1=$(date +%s%N)
@@ -35,7 +37,7 @@ check "it got no further than its 64 MiB limit (last report ${last:-none} MB)" t
 
 # The guest itself was untouched: agtd is alive and still serving.
 check "agtd is still running" kill -0 "$AGTD_PID"
-ctl jail run --name after --rootfs "$R" -- /bin/sh -c 'echo fine' >/dev/null
+ctl jail run --name after --rootfs "$R" --disk 64M -- /bin/sh -c 'echo fine' >/dev/null
 ctl jail wait after >/dev/null
 is "a new jail runs fine afterwards" "$(ctl jail logs after)" "fine"
 
