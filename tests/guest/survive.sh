@@ -46,16 +46,18 @@ files_have() {
 all_files_have() { [ "$(files_have "$1")" = "$N" ]; }
 all_logs_have() { [ "$(logs_have "$1")" = "$N" ]; }
 
+# Each jail names a small disk limit: the running jails' limits together never exceed the
+# jails' disk (guest/disk.h), and $N default ones (an eighth of it each) would.
 # Each jail says "before", waits for /work/go, says "during", waits for /work/after, says
 # "after", and sleeps.
 for i in $(seq 1 "$N"); do
-  ctl jail run --name "j$i" --rootfs "$R" --workspace "$WS" -- /bin/sh -c \
+  ctl jail run --name "j$i" --rootfs "$R" --workspace "$WS" --disk 64M -- /bin/sh -c \
     "echo before-$i; while [ ! -e /work/go ]; do sleep 1; done; echo during-$i;
      while [ ! -e /work/after ]; do sleep 1; done; echo after-$i; exec sleep 100000" >/dev/null ||
     bail "jail j$i did not start"
 done
-ctl jail run --name tt --rootfs "$R" --workspace "$WS" --tty -- /bin/sh >/dev/null
-ctl jail run --name ex --rootfs "$R" --workspace "$WS" -- /bin/sh -c \
+ctl jail run --name tt --rootfs "$R" --workspace "$WS" --disk 64M --tty -- /bin/sh >/dev/null
+ctl jail run --name ex --rootfs "$R" --workspace "$WS" --disk 64M -- /bin/sh -c \
   'while [ ! -e /work/stop ]; do sleep 0.2; done; exit 7' >/dev/null
 is "$((N + 2)) jails run" "$(running)" $((N + 2))
 # Keepers run at normal priority, whatever the (realtime) start that spawned them.
