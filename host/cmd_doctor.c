@@ -23,8 +23,16 @@
 #define DISK_FAIL (5ull << 30)  /* less than this free fails */
 #define DISK_WARN (20ull << 30) /* less than this warns */
 
+static const struct agt_opt opts[] = {
+    AGT_OPT_JSON_ENTRY,
+    {0, NULL, NULL, NULL},
+};
+
 static const struct agt_cmd_help help = {
-    "agt doctor", "Check the host, the VM and the guest; each failure comes with its fix.", NULL};
+    "agt doctor [--json]",
+    "Check the host, the VM and the guest; each failure comes with its fix (--json: the rows as "
+    "a JSON array of {area, check, result, detail, fix}).",
+    opts};
 
 enum result { D_OK, D_WARN, D_FAIL, D_NA, D_SKIP };
 
@@ -32,6 +40,7 @@ struct doctor {
   struct agt_ctx *c;
   unsigned n, warned, failed, skipped;
   const char *na; /* why the VM rows do not apply, or NULL */
+  json_t *json;   /* --json: the rows, printed at the end */
 };
 
 static void row(struct doctor *d, const char *area, const char *check, enum result r,
@@ -50,18 +59,18 @@ static void row(struct doctor *d, const char *area, const char *check, enum resu
   d->warned += r == D_WARN;
   d->failed += r == D_FAIL;
   d->skipped += r == D_NA || r == D_SKIP;
+  if (d->json) {
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "area", area, "check", check, "result",
+                          names[r], "detail", detail);
+    if (fix && (r == D_FAIL || r == D_WARN))
+      json_object_set_new(o, "fix", json_string(fix));
+    json_array_append_new(d->json, o);
+    return;
+  }
   printf("%-6s %-11s %-6s %s\n", area, check, names[r], detail);
   if (fix && (r == D_FAIL || r == D_WARN))
     printf("%-6s %-11s %-6s fix: %s\n", "", "", "", fix);
   fflush(stdout);
-}
-
-static int no_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  (void)ctx;
-  (void)key;
-  (void)arg;
-  return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
 }
 
 /* "1.2.3" >= major.minor */
@@ -341,14 +350,15 @@ static void realtime_row(struct doctor *d, json_t *st)
 
 int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
-  struct doctor d = {c, 0, 0, 0, 0, NULL};
+  struct doctor d = {c, 0, 0, 0, 0, NULL, NULL};
+  int json = 0;
   json_t *st = NULL, *ls = NULL;
   agt_error_t e = NULL;
   char desc[256], na[64];
   const char *state_dir = "/var/lib/agt", *area;
   int i, vm_exists = 0, vm_up, agtd_up = 0;
 
-  i = agt_cmd_opts(argc, argv, &help, no_opt, NULL, err);
+  i = agt_cmd_opts(argc, argv, &help, agt_opt_json_only, &json, err);
   if (i == -2)
     return 0;
   if (i < 0)
@@ -359,7 +369,10 @@ int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     snprintf(na, sizeof na, "target %s", c->target.kind == AGT_TARGET_LOCAL ? "local" : "ssh://");
     d.na = na;
   }
-  printf("%-6s %-11s %-6s %s\n", "AREA", "CHECK", "RESULT", "DETAIL");
+  if (json)
+    d.json = json_array();
+  else
+    printf("%-6s %-11s %-6s %s\n", "AREA", "CHECK", "RESULT", "DETAIL");
 
   /* host */
   check_facts(&d);
@@ -512,18 +525,27 @@ int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
           row(&d, "guest", "rootfs", D_OK, NULL, "'%s' is built (%.12s, %lld files)", ref,
               json_string_value(json_object_get(hit, "id")),
               (long long)json_integer_value(json_object_get(hit, "files")));
-        else
-          row(&d, "guest", "rootfs", D_FAIL,
-              c->target.kind == AGT_TARGET_LIMA
-                  ? "agt verify (builds it), or agt rootfs build /opt/agt/src/rootfs/default.yaml"
-                  : "agt verify (builds it), or agt rootfs build rootfs/default.yaml",
-              "no rootfs named '%s' (jail.rootfs)", ref);
+        else {
+          /* a manifest path that works from anywhere: the source tree's, else the installed */
+          cleanup_free char *src = xasprintf("%s/rootfs/default.yaml", AGT_SOURCE_ROOT);
+          cleanup_free char *fix = xasprintf(
+              "agt verify (builds it), or agt rootfs build %s",
+              c->target.kind == AGT_TARGET_LIMA ? "/opt/agt/src/rootfs/default.yaml"
+              : access(src, R_OK) == 0         ? src
+                                               : AGT_DATADIR "/rootfs/default.yaml");
+          row(&d, "guest", "rootfs", D_FAIL, fix, "no rootfs named '%s' (jail.rootfs)", ref);
+        }
       }
     }
   }
-  printf("doctor: %u ok, %u failed, %u warning%s, %u not checked\n",
-         d.n - d.warned - d.failed - d.skipped, d.failed, d.warned, d.warned == 1 ? "" : "s",
-         d.skipped);
+  if (d.json) {
+    agt_print_json(d.json);
+    json_decref(d.json);
+  } else {
+    printf("doctor: %u ok, %u failed, %u warning%s, %u not checked\n",
+           d.n - d.warned - d.failed - d.skipped, d.failed, d.warned, d.warned == 1 ? "" : "s",
+           d.skipped);
+  }
   json_decref(st);
   json_decref(ls);
   if (d.failed)

@@ -174,7 +174,14 @@ like "an agtd on this machine starts at normal priority by default, and that is 
   "$(row guest realtime)" "^guest +realtime +ok +starts at normal priority \(agtd serve --realtime-starts to change: machine-wide\)$"
 like "the missing rootfs fails, with its fix" "$(row guest rootfs)" \
   "^guest +rootfs +FAIL +no rootfs named 'test' \(jail\.rootfs\)
- +fix: agt verify \(builds it\), or agt rootfs build rootfs/default\.yaml$"
+ +fix: agt verify \(builds it\), or agt rootfs build $SRCDIR/rootfs/default\.yaml$"
+run env AGT_CONFIG="$T/local.yaml" "$AGT" --target local doctor --json
+is "doctor --json: exit 1 too" "$RC" 1
+is "its rows as JSON: the rootfs row's result and fix" \
+  "$(printf '%s\n' "$OUT" | python3 -c 'import json,sys
+r = [x for x in json.load(sys.stdin) if x["check"] == "rootfs"][0]
+print(r["area"], r["result"], r["fix"])')" \
+  "guest FAIL agt verify (builds it), or agt rootfs build $SRCDIR/rootfs/default.yaml"
 kill -TERM "$LOCAL_PID"
 wait "$LOCAL_PID" 2>/dev/null
 LOCAL_PID=
