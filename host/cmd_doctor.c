@@ -60,8 +60,8 @@ static void row(struct doctor *d, const char *area, const char *check, enum resu
   d->failed += r == D_FAIL;
   d->skipped += r == D_NA || r == D_SKIP;
   if (d->json) {
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "area", area, "check", check, "result",
-                          names[r], "detail", detail);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "area", area, "check", check, "result", names[r],
+                          "detail", detail);
     if (fix && (r == D_FAIL || r == D_WARN))
       json_object_set_new(o, "fix", json_string(fix));
     json_array_append_new(d->json, o);
@@ -528,11 +528,11 @@ int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
         else {
           /* a manifest path that works from anywhere: the source tree's, else the installed */
           cleanup_free char *src = xasprintf("%s/rootfs/default.yaml", AGT_SOURCE_ROOT);
-          cleanup_free char *fix = xasprintf(
-              "agt verify (builds it), or agt rootfs build %s",
-              c->target.kind == AGT_TARGET_LIMA ? "/opt/agt/src/rootfs/default.yaml"
-              : access(src, R_OK) == 0         ? src
-                                               : AGT_DATADIR "/rootfs/default.yaml");
+          cleanup_free char *fix =
+              xasprintf("agt verify (builds it), or agt rootfs build %s",
+                        c->target.kind == AGT_TARGET_LIMA ? "/opt/agt/src/rootfs/default.yaml"
+                        : access(src, R_OK) == 0          ? src
+                                                          : AGT_DATADIR "/rootfs/default.yaml");
           row(&d, "guest", "rootfs", D_FAIL, fix, "no rootfs named '%s' (jail.rootfs)", ref);
         }
       }

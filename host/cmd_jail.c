@@ -34,6 +34,7 @@ enum {
   OPT_NO_TTY,
   OPT_DETACH_KEYS,
   OPT_SINCE,
+  OPT_OFFSET,
   OPT_ENV_FILE,
   OPT_CPUS,
   OPT_RM,
@@ -1009,12 +1010,13 @@ static int jail_inspect(struct agt_ctx *c, int argc, char **argv, agt_error_t *e
 
 static const struct agt_opt logs_opts[] = {
     {'f', "follow", NULL, "go on with the output as it comes, nothing lost, until the jail exits"},
-    {OPT_SINCE, "since", "OFFSET", "start at this byte offset of the log (0)"},
+    {OPT_OFFSET, "offset", "BYTES", "start at this byte offset of the log (0)"},
+    {OPT_SINCE, "since", "OFFSET", "the same (a byte offset; agtd keeps no times for output)"},
     {0, NULL, NULL, NULL},
 };
 
 static const struct agt_cmd_help logs_help = {
-    "agt jail logs [-f] [--since OFFSET] NAME",
+    "agt jail logs [-f] [--offset BYTES] NAME",
     "Print a jail's captured output (stdout and stderr, or its terminal).", logs_opts};
 
 struct logs_opts {
@@ -1030,6 +1032,8 @@ static int logs_opt(void *ctx, int key, const char *arg, agt_error_t *err)
     o->follow = 1;
     return 0;
   }
+  if (key == OPT_OFFSET)
+    return agt_parse_u64("--offset", arg, &o->since, err);
   if (key == OPT_SINCE)
     return agt_parse_u64("--since", arg, &o->since, err);
   return agt_error_kind(err, AGT_E_INVALID, "unexpected option");

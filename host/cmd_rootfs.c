@@ -111,23 +111,45 @@ static const struct agt_opt json_opts[] = {
     {0, NULL, NULL, NULL},
 };
 
+static const struct agt_opt ls_opts[] = {
+    {'q', "quiet", NULL, "only the ids, one a line"},
+    AGT_OPT_JSON_ENTRY,
+    {0, NULL, NULL, NULL},
+};
+
 static const struct agt_cmd_help ls_help = {
-    "agt rootfs ls [--json]", "List the root filesystems and the jails using each.", json_opts};
+    "agt rootfs ls [-q] [--json]", "List the root filesystems and the jails using each.", ls_opts};
+
+static int ls_opt(void *ctx, int key, const char *arg, agt_error_t *err)
+{
+  int *o = ctx; /* [0]: --json, [1]: -q */
+
+  (void)arg;
+  if (key == AGT_OPT_JSON)
+    o[0] = 1;
+  else if (key == 'q')
+    o[1] = 1;
+  else
+    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
+  return 0;
+}
 
 static int rootfs_ls(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   json_t *res, *r;
-  int json = 0, i;
+  int o[2] = {0, 0}, i;
   size_t k;
 
-  i = agt_cmd_opts(argc, argv, &ls_help, agt_opt_json_only, &json, err);
+  i = agt_cmd_opts(argc, argv, &ls_help, ls_opt, o, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
   if (i < argc)
     return agt_error_kind(err, AGT_E_INVALID, "usage: %s", ls_help.usage);
   if (agt_target_call(&c->target, "rootfs.ls", NULL, &res, err) < 0)
     return -1;
-  if (json) {
+  if (o[1]) {
+    json_array_foreach(json_object_get(res, "rootfs"), k, r) printf("%s\n", str(r, "id"));
+  } else if (o[0]) {
     agt_print_json(json_object_get(res, "rootfs"));
   } else {
     printf("%-16s %-12s %-10s %s\n", "ID", "NAME", "SIZE", "JAILS");

@@ -161,6 +161,10 @@ run agt jail inspect c1 --json
 is "an option after the operand (agt jail inspect NAME --json)" "$RC" 0
 run agt jail logs w1 --since 0
 is "agt jail logs NAME --since 0, options after the name" "$OUT" "$(printf 'from-the-project\nNO=localhost,127.0.0.1,::1 no=localhost,127.0.0.1,::1')"
+run agt jail logs --offset 17 w1
+is "agt jail logs --offset BYTES: from that byte" "$OUT" "NO=localhost,127.0.0.1,::1 no=localhost,127.0.0.1,::1"
+run agt rootfs ls -q
+like "agt rootfs ls -q: the ids only" "$OUT" '^[0-9a-f]{64}$'
 run agt jail rm c1 no-such c3
 is "agt jail rm of several names, one missing: a failure" "$RC" 1
 like "saying which" "$ERR" "no-such"
