@@ -111,10 +111,11 @@ like "the jails saw nothing of each other or of the guest" "$OUT" "^processes +v
 is "no jail is left in agtd" "$("$AGT" jail ls --json 2>/dev/null | tr -d ' \n')" "[]"
 is "no workspace is left" "$(ls "$T/state/workspaces" | wc -l)" 0
 is "no marker directory or mount of verify is left" "$(ls -d /tmp/agt-verify-"$(names | head -1 | cut -d- -f2)" 2>/dev/null | wc -l)" 0
-# (the brackets keep grep's own command line from matching; other tests' servers use 8080)
+# (the brackets keep grep's own command line from matching; other tests' servers use 8080;
+# only this tree's: another checkout's tests may run beside this one)
 left=0
 for f in /proc/[0-9]*/cmdline; do
-  tr '\0' ' ' 2>/dev/null <"$f" | grep -qE 'model_server[.]py --host 127[.]0[.]0[.]1 --port 0' &&
+  tr '\0' ' ' 2>/dev/null <"$f" | grep -qE "$SRCDIR/tests/fakes/model_server[.]py --host 127[.]0[.]0[.]1 --port 0( |\$)" &&
     left=$((left + 1))
 done
 is "no model server of verify is left" "$left" 0
