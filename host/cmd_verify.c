@@ -40,13 +40,15 @@ static const struct agt_opt opts[] = {
     {OPT_ROOTFS, "rootfs", "REF",
      "the jails' rootfs (jail.rootfs: default, built from rootfs/default.yaml when missing)"},
     {OPT_TIMEOUT, "timeout", "DURATION", "how long the agent turns may take (5m)"},
+    AGT_OPT_JSON_ENTRY,
     {0, NULL, NULL, NULL},
 };
 
 static const struct agt_cmd_help help = {
-    "agt verify [--jails N] [--rootfs REF] [--timeout DURATION]",
+    "agt verify [--jails N] [--rootfs REF] [--timeout DURATION] [--json]",
     "Run N jails of the real opencode agent at once against a test model on the guest, and "
-    "check what they did, saw and left behind.",
+    "check what they did, saw and left behind (--json: the rows and the sums as one JSON "
+    "object at the end).",
     opts};
 
 /* A growing string. */
@@ -133,6 +135,7 @@ struct verify {
   struct vjail j[VERIFY_MAX_JAILS];
   unsigned checks, failed;
   struct sb failures;
+  json_t *json; /* --json: the rows, printed at the end */
   int guest_procs;
 };
 
@@ -188,6 +191,12 @@ static void row(struct verify *v, const char *check, const char *jail, int ok, c
     v->failed++;
     sb_addf(&v->failures, "%s%s%s%s: %s", v->failures.len ? "; " : "", check, *jail ? " " : "",
             jail, detail);
+  }
+  if (v->json) {
+    json_array_append_new(v->json, json_pack("{s:s, s:s?, s:s, s:s}", "check", check, "jail",
+                                             *jail ? jail : NULL, "result", ok ? "ok" : "FAIL",
+                                             "detail", detail));
+    return;
   }
   printf("%-11s %-16s %-6s %s\n", check, *jail ? jail : "-", ok ? "ok" : "FAIL", detail);
   fflush(stdout);
@@ -1231,6 +1240,10 @@ static int verify_opt(void *ctx, int key, const char *arg, agt_error_t *err)
     return 0;
   case OPT_TIMEOUT:
     return agt_parse_duration("--timeout", arg, &v->timeout_s, err);
+  case AGT_OPT_JSON:
+    if (v->json == NULL)
+      v->json = json_array();
+    return 0;
   default:
     return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
   }
@@ -1238,6 +1251,7 @@ static int verify_opt(void *ctx, int key, const char *arg, agt_error_t *err)
 
 static void release(struct verify *v)
 {
+  json_decref(v->json);
   for (unsigned k = 0; k < VERIFY_MAX_JAILS; k++) {
     struct vjail *j = &v->j[k];
     free(j->workspace);
@@ -1299,7 +1313,8 @@ int cmd_verify(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     goto out;
   }
   v->state_dir = xstrdup(str(st, "state_dir"));
-  printf("%-11s %-16s %-6s %s\n", "CHECK", "JAIL", "RESULT", "DETAIL");
+  if (v->json == NULL)
+    printf("%-11s %-16s %-6s %s\n", "CHECK", "JAIL", "RESULT", "DETAIL");
   row(v, "agtd", "", 1, "%s at %s, cgroup v%lld, state %s",
       json_string_value(json_object_get(c->target.rpc.hello, "agtd_version")),
       agt_target_describe(&c->target, desc, sizeof desc),
@@ -1349,9 +1364,17 @@ out:
   teardown(v);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
-  if (r == 0) {
+  if (r == 0 && v->json) {
+    json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:f, s:O}", "jails", (int)v->n, "checks",
+                          (int)v->checks, "passed", (int)(v->checks - v->failed), "failed",
+                          (int)v->failed, "seconds", now_s() - t_begin, "rows", v->json);
+    agt_print_json(o);
+    json_decref(o);
+  } else if (r == 0) {
     printf("verify: %u jails, %u checks, %u passed, %u failed, %.1f s\n", v->n, v->checks,
            v->checks - v->failed, v->failed, now_s() - t_begin);
+  }
+  if (r == 0) {
     if (v->failed)
       r = agt_error_kind(err, AGT_E_STATE, "verify: %u of %u checks failed: %s", v->failed,
                          v->checks, v->failures.s);

@@ -120,6 +120,15 @@ for f in /proc/[0-9]*/cmdline; do
 done
 is "no model server of verify is left" "$left" 0
 
+# --- --json: the rows and the sums as one JSON object
+run "$AGT" verify --jails 1 --json
+is "agt verify --json passes" "$RC" 0
+is "its JSON: 1 jail, nothing failed, the turn row ok" \
+  "$(printf '%s\n' "$OUT" | python3 -c 'import json,sys
+o = json.load(sys.stdin)
+print(o["jails"], o["failed"], o["passed"] == o["checks"], [r["result"] for r in o["rows"] if r["check"] == "turn"])')" \
+  "1 0 True ['ok']"
+
 # --- the failure paths: each test hook makes verify fail and say which check, and why
 run env AGT_VERIFY_FAULT=no-allow:2 "$AGT" verify --jails 2
 is "a jail that cannot reach the model (no-allow:2): exit 1" "$RC" 1
