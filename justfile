@@ -102,6 +102,14 @@ lima-verify-run *args: build
 lima-doctor: build
     "{{ agt }}" doctor
 
+# Build (or find, cached) the Debian 12 guest image for a Lima VM under QEMU; print its directory
+lima-image:
+    bash scripts/lima-image.sh
+
+# A real Lima VM under QEMU (TCG): up, verify --jails 2, clone gold, restore, reset, delete; timed
+lima-e2e: build
+    bash scripts/lima-e2e.sh
+
 # Format every tracked (or new, not ignored) *.c and *.h with clang-format
 fmt:
     git ls-files -z --cached --others --exclude-standard -- '*.c' '*.h' | xargs -0 -r clang-format -i
