@@ -50,12 +50,17 @@ all_logs_have() { [ "$(logs_have "$1")" = "$N" ]; }
 # jails' disk (guest/disk.h), and $N default ones (an eighth of it each) would.
 # Each jail says "before", waits for /work/go, says "during", waits for /work/after, says
 # "after", and sleeps.
+warm=0
 for i in $(seq 1 "$N"); do
-  ctl jail run --name "j$i" --rootfs "$R" --workspace "$WS" --disk 64M -- /bin/sh -c \
+  out=$(ctl jail run --name "j$i" --rootfs "$R" --workspace "$WS" --disk 64M -- /bin/sh -c \
     "echo before-$i; while [ ! -e /work/go ]; do sleep 1; done; echo during-$i;
-     while [ ! -e /work/after ]; do sleep 1; done; echo after-$i; exec sleep 100000" >/dev/null ||
+     while [ ! -e /work/after ]; do sleep 1; done; echo after-$i; exec sleep 100000") ||
     bail "jail j$i did not start"
+  case $out in *"(a prepared jail)"*) warm=$((warm + 1)) ;; esac
 done
+# (prepared jails are made between starts; most runs take one)
+check "some of them took a prepared jail ($warm of $N), whose keeper was there before" \
+  test "$warm" -gt 0
 ctl jail run --name tt --rootfs "$R" --workspace "$WS" --disk 64M --tty -- /bin/sh >/dev/null
 ctl jail run --name ex --rootfs "$R" --workspace "$WS" --disk 64M -- /bin/sh -c \
   'while [ ! -e /work/stop ]; do sleep 0.2; done; exit 7' >/dev/null
