@@ -249,6 +249,8 @@ for j in sec1 sec2 sec3 sec4; do agt jail rm "$j" >/dev/null; done
 
 # --- exec and port: a server on the jail's loopback
 agt jail run -d --name web -- /bin/sh -c 'echo served-from-the-jail > /work/index.html; head -c 5000000 /dev/urandom > /work/big; exec httpd -f -p 127.0.0.1:8080 -h /work' >/dev/null
+# the agent's first commands may not have run yet when the run answers
+check "the jail wrote its files" wait_until 10 agt jail exec web -- /bin/sh -c 'test -s /work/index.html'
 run agt jail exec web -- /bin/sh -c 'cat /work/index.html; hostname; exit 4'
 is "agt jail exec exits with the command's code" "$RC" 4
 like "and prints its output" "$OUT" '^served-from-the-jail$'

@@ -75,6 +75,18 @@ machine_settings() {
 
 ctl() { "$AGTD" ctl -s "$SOCK" "$@"; }
 
+# wait_until SECONDS COMMAND...: poll every 0.1 s until COMMAND succeeds; 1 when the time
+# runs out (the caller's check then fails)
+wait_until() {
+  local n=$(($1 * 10))
+  shift
+  for _ in $(seq 1 "$n"); do
+    "$@" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 agtd_start() {
   "$AGTD" serve --socket "$SOCK" --state-dir "$STATE" --cgroup "$CG" --workspace-root "$T" \
     "$@" >>"$T/agtd.log" 2>&1 &

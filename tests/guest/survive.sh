@@ -16,16 +16,6 @@ mkdir -p "$WS"
 export TMUX_TMPDIR=$T
 TM="tmux -L agt-survive"
 
-# wait_until SECONDS COMMAND...: poll every 0.1 s
-wait_until() {
-  local n=$(($1 * 10))
-  shift
-  for _ in $(seq 1 "$n"); do
-    "$@" && return 0
-    sleep 0.1
-  done
-  return 1
-}
 running() { ctl jail ls | awk '$3 == "running"' | wc -l; }
 # logs_have PATTERN-PREFIX: how many of the N jails' logs (through agtd) have PREFIX-<i>
 logs_have() {

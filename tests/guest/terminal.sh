@@ -73,6 +73,8 @@ check "while the log on disk stayed within its budget" test "$(cat "$STATE"/jail
 
 # exec: another command in a running jail, with its namespaces, user and limits
 ctl jail run --name ex --rootfs "$R" -- /bin/sh -c 'echo main > /tmp/mark; exec probe sleep 60' >/dev/null
+# the agent's first command may not have run yet when the run answers
+check "the agent wrote its mark" wait_until 10 ctl jail exec ex -- /bin/sh -c 'test -s /tmp/mark'
 out=$(ctl jail exec ex -- /bin/sh -c 'cat /tmp/mark; id -u; hostname; probe ps | grep -c "^2 probe"; exit 5')
 is "exec exits with the command's code" "$?" 5
 like "exec sees the jail's files (its /tmp)" "$out" "^main$"
