@@ -324,8 +324,9 @@ static int disk_setup(struct agt_disk *dk, const char *state_dir, uint64_t image
         return agt_error_make(err, errno, "mount %s ('%s', attached already) on '%s'", dev,
                               dk->image, dk->dir);
       }
-      fprintf(stderr, "agtd: '%s' is attached to %s by a mount still there (elsewhere or going "
-                      "away): mounted from that device\n",
+      fprintf(stderr,
+              "agtd: '%s' is attached to %s by a mount still there (elsewhere or going "
+              "away): mounted from that device\n",
               dk->image, dev);
       dk->shared = 1;
       break;

@@ -92,13 +92,13 @@ struct agt_jail_s {
   uv_timer_t stop_timer;
   int keep_fd, keep_open;
   int keeper_pidfd; /* -1: a keeper that an earlier agtd started */
-  int tty; /* the agent runs on a terminal (a pty from the jail's devpts) */
+  int tty;          /* the agent runs on a terminal (a pty from the jail's devpts) */
   unsigned short rows, cols;
   int tty_fd; /* the pty master (a copy of the keeper's, for input and size), while it runs */
   uv_pipe_t tty_pipe; /* written only: the keeper reads the terminal */
   int tty_open;
   int output_paused; /* a stream's client is behind: the jail's output waits */
-  char *screen; /* the last AGT_SCREEN_MAX bytes of output, replayed on attach */
+  char *screen;      /* the last AGT_SCREEN_MAX bytes of output, replayed on attach */
   size_t screen_len;
   struct agt_stream_s *streams;
   agt_egress_t *egress; /* the proxy of a jail in network mode allow, while it runs */

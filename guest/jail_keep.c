@@ -56,9 +56,8 @@ int agt_keep_init(struct agtd_s *d, agt_error_t *err)
     return -1;
   }
   d->keeper_fd = fd;
-  d->spawner_stack =
-      mmap(NULL, SPAWNER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
-           -1, 0);
+  d->spawner_stack = mmap(NULL, SPAWNER_STACK, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   /* agtd reads the program no more: its pages of agtd's binary need not stay in memory */
   {
     uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -202,7 +201,8 @@ int agt_keep_spawn(struct agtd_s *d, struct agt_keep_spawn *s, agt_error_t *err)
   c.argv = argv;
   {
     struct sched_param prm;
-    if ((sched_getscheduler(0) & ~SCHED_RESET_ON_FORK) == SCHED_FIFO && sched_getparam(0, &prm) == 0)
+    if ((sched_getscheduler(0) & ~SCHED_RESET_ON_FORK) == SCHED_FIFO &&
+        sched_getparam(0, &prm) == 0)
       c.rt_prio = prm.sched_priority;
   }
   sp_pid = clone(spawner, (char *)d->spawner_stack + SPAWNER_STACK,
@@ -265,8 +265,8 @@ int agt_keep_recv(int fd, struct agt_keep_hdr *h, char *buf, int fds[2])
       for (size_t i = 0; i < k && i < 2; i++)
         memcpy(&fds[i], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
     }
-  if ((size_t)n < sizeof *h || h->version != AGT_KEEP_VERSION ||
-      (size_t)n != sizeof *h + h->len || (h->len && !buf) || (mh.msg_flags & MSG_TRUNC)) {
+  if ((size_t)n < sizeof *h || h->version != AGT_KEEP_VERSION || (size_t)n != sizeof *h + h->len ||
+      (h->len && !buf) || (mh.msg_flags & MSG_TRUNC)) {
     for (int i = 0; i < 2; i++)
       if (fds[i] >= 0)
         close(fds[i]);

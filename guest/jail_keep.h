@@ -29,10 +29,10 @@ struct agt_keep_spawn {
   /* out */
   pid_t pid; /* the jail's init */
   int pidfd;
-  int keep_fd;      /* agtd's end of the connection to the keeper */
-  int keeper_pidfd; /* the keeper, agtd's child until agtd goes (agtd reaps it) */
-  int attached;            /* in its cgroup */
-  agt_error_t attach_err;  /* the spawner failed to move it there (the caller kills it) */
+  int keep_fd;            /* agtd's end of the connection to the keeper */
+  int keeper_pidfd;       /* the keeper, agtd's child until agtd goes (agtd reaps it) */
+  int attached;           /* in its cgroup */
+  agt_error_t attach_err; /* the spawner failed to move it there (the caller kills it) */
 };
 
 /* Clone the jail's init from a short-lived child of agtd (sharing its memory, agtd waits)

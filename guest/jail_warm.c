@@ -39,8 +39,7 @@
 
 static void warm_free(struct agt_warm_s *w)
 {
-  int *fds[] = {&w->pidfd,   &w->ctl_fd,       &w->status_fd,
-                &w->keep_fd, &w->keeper_pidfd, &w->netns_fd};
+  int *fds[] = {&w->pidfd, &w->ctl_fd, &w->status_fd, &w->keep_fd, &w->keeper_pidfd, &w->netns_fd};
 
   for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
     if (*fds[i] >= 0)

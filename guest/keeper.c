@@ -31,7 +31,7 @@ static int ctl = AGT_KEEP_CTL_FD; /* agtd, or -1 while there is none */
 static int lsn = -1;              /* keeper.sock */
 static int src[3] = {-1, -1, -1}; /* stdout, stderr, terminal master */
 static int console = -1;
-static int tty_unsent;       /* the master is still to be sent to the connected agtd */
+static int tty_unsent; /* the master is still to be sent to the connected agtd */
 static struct agt_outlog out;
 static char log_path[64], old_path[64];
 

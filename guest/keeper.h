@@ -47,11 +47,11 @@ struct agt_keep_hdr {
   uint32_t len;
   uint32_t version;
   int32_t pid;
-  int32_t exited; /* HELLO: the init is reaped (code, signal, finished valid) */
-  int32_t code;   /* the exit code, 128 + signal when killed */
-  int32_t signal; /* the signal that killed it, or 0 */
-  int32_t tty;    /* HELLO: a terminal master comes with it */
-  int64_t finished; /* when the init was reaped (seconds since the epoch) */
+  int32_t exited;                /* HELLO: the init is reaped (code, signal, finished valid) */
+  int32_t code;                  /* the exit code, 128 + signal when killed */
+  int32_t signal;                /* the signal that killed it, or 0 */
+  int32_t tty;                   /* HELLO: a terminal master comes with it */
+  int64_t finished;              /* when the init was reaped (seconds since the epoch) */
   uint64_t base, size, old_base; /* the log's position (outlog.h) after this record */
 };
 

@@ -106,8 +106,7 @@ void agt_outlog_snap_close(struct agt_outlog_snap *s)
   s->fd = s->old_fd = -1;
 }
 
-void agt_outlog_open(struct agt_outlog *l, const char *path, const char *old_path,
-                     uint64_t budget)
+void agt_outlog_open(struct agt_outlog *l, const char *path, const char *old_path, uint64_t budget)
 {
   memset(l, 0, sizeof *l);
   l->path = path;

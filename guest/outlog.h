@@ -46,8 +46,7 @@ struct agt_outlog {
 };
 
 /* Start appending to the log (its position from the files); no file is made until output. */
-void agt_outlog_open(struct agt_outlog *l, const char *path, const char *old_path,
-                     uint64_t budget);
+void agt_outlog_open(struct agt_outlog *l, const char *path, const char *old_path, uint64_t budget);
 /* Append, rotating at half the budget.  -1 with errno when a write failed (what was not
  * written is lost; the next append tries again). */
 int agt_outlog_append(struct agt_outlog *l, const char *data, size_t len);

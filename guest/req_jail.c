@@ -200,8 +200,8 @@ int agt_req_jail_logs(agt_req_t *req, json_t **result, agt_error_t *err)
   free(data);
   *result =
       json_pack("{s:s, s:I, s:I, s:I, s:s}", "data_b64", b64, "offset", (json_int_t)start, "next",
-                (json_int_t)(start + len), "end", (json_int_t)(j->log.pos.base + j->log.pos.size), "state",
-                agt_jail_state_name(j->state));
+                (json_int_t)(start + len), "end", (json_int_t)(j->log.pos.base + j->log.pos.size),
+                "state", agt_jail_state_name(j->state));
   free(b64);
   return 0;
 }
