@@ -116,8 +116,7 @@ fmt:
 
 # Check formatting (clang-format --dry-run --Werror) and shell syntax (bash -n)
 lint:
-    git ls-files -z --cached --others --exclude-standard -- '*.c' '*.h' | xargs -0 -r clang-format --dry-run --Werror
-    { printf '%s\0' dev .ci/run; git ls-files -z --cached --others --exclude-standard -- '*.sh'; } | xargs -0 -r -n 1 bash -n
+    bash scripts/lint.sh
 
 # Remove the build directories
 clean:
