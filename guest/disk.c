@@ -17,12 +17,17 @@
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
+#include <limits.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "fsutil.h"
 #include "xalloc.h"
+
+/* On each layer agtd makes: the real path of its state directory. */
+#define AGT_LAYER_XATTR "trusted.agt.owner"
 
 #ifndef BTRFS_QUOTA_CTL_ENABLE_SIMPLE_QUOTA
 #define BTRFS_QUOTA_CTL_ENABLE_SIMPLE_QUOTA 4 /* Linux 6.7 */
@@ -353,6 +358,9 @@ int agt_disk_init(struct agt_disk *dk, const char *state_dir, const char *layers
   memset(dk, 0, sizeof *dk);
   dk->dir = xstrdup(layers_dir);
   dk->image = xasprintf("%s/layers.img", state_dir);
+  dk->owner = realpath(state_dir, NULL);
+  if (dk->owner == NULL)
+    dk->owner = xstrdup(state_dir);
   /* Before, the image held the jails' records and logs too, mounted on <state>/jails. */
   if (access(old, F_OK) == 0)
     return agt_error_kind(err, AGT_E_STATE,
@@ -435,6 +443,7 @@ void agt_disk_release(struct agt_disk *dk)
   free(dk->dir);
   free(dk->image);
   free(dk->why_off);
+  free(dk->owner);
   memset(dk, 0, sizeof *dk);
 }
 
@@ -456,6 +465,8 @@ static int subvol_limit(const char *rw, uint64_t limit, agt_error_t *err)
 
 /* <jail_dir>/rw: the symlink to the jail's layer on the jails' disk, or the directory of
  * the layer itself when the disk is off. */
+static int layer_remove(struct agt_disk *dk, const char *layer, agt_error_t *err);
+
 int agt_disk_jail_create(struct agt_disk *dk, const char *jail_dir, uint64_t limit,
                          agt_error_t *err)
 {
@@ -482,6 +493,11 @@ int agt_disk_jail_create(struct agt_disk *dk, const char *jail_dir, uint64_t lim
     layer = xasprintf("%s/%s", dk->dir, va.name);
     if (ioctl(dfd, BTRFS_IOC_SUBVOL_CREATE, &va) < 0)
       return agt_error_make(err, errno, "create the subvolume '%s'", layer);
+    /* whose it is: agt_disk_sweep removes only this agtd's own layers */
+    if (setxattr(layer, AGT_LAYER_XATTR, dk->owner, strlen(dk->owner), 0) < 0) {
+      agt_error_make(err, errno, "mark the subvolume '%s'", layer);
+      goto fail_layer;
+    }
     if (symlink(layer, rw) < 0) {
       agt_error_make(err, errno, "symlink '%s'", rw);
       goto fail;
@@ -501,6 +517,9 @@ int agt_disk_jail_create(struct agt_disk *dk, const char *jail_dir, uint64_t lim
 fail:
   if (layer)
     agt_disk_jail_remove(dk, jail_dir, NULL);
+  return -1;
+fail_layer:
+  layer_remove(dk, layer, NULL);
   return -1;
 }
 
@@ -581,9 +600,12 @@ int agt_disk_sweep(struct agt_disk *dk, const char *jails_dir)
 
   if (!dk->enabled || (ld = opendir(dk->dir)) == NULL)
     return 0;
-  /* The layers that jail directories (records and prepared jails alike) link to. */
+  /* The layers that jail directories (records and prepared jails alike) link to; without
+   * them, nothing can be known to be left over. */
   jd = opendir(jails_dir);
-  while (jd && (de = readdir(jd)) != NULL) {
+  if (jd == NULL)
+    return 0;
+  while ((de = readdir(jd)) != NULL) {
     cleanup_free char *dir = xasprintf("%s/%s", jails_dir, de->d_name);
     char *layer = layer_of(dk, dir);
 
@@ -595,14 +617,21 @@ int agt_disk_sweep(struct agt_disk *dk, const char *jails_dir)
     }
     owned[nowned++] = layer;
   }
-  /* Any other is left over from a start cut short: its space goes back. */
+  /* Any other of this agtd's own (marked with its state directory: the layers directory
+   * may be a file system agtd did not make, or shared) is left over from a start cut
+   * short: its space goes back. */
   while ((de = readdir(ld)) != NULL) {
     cleanup_free char *layer = NULL;
+    char mark[PATH_MAX];
+    ssize_t m;
     size_t i;
 
     if (de->d_name[0] == '.')
       continue;
     layer = xasprintf("%s/%s", dk->dir, de->d_name);
+    m = lgetxattr(layer, AGT_LAYER_XATTR, mark, sizeof mark - 1);
+    if (m < 0 || (size_t)m != strlen(dk->owner) || memcmp(mark, dk->owner, (size_t)m) != 0)
+      continue;
     for (i = 0; i < nowned && strcmp(owned[i], layer) != 0; i++)
       ;
     if (i == nowned && layer_remove(dk, layer, NULL) == 0)

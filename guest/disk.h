@@ -33,6 +33,7 @@ struct agt_disk {
   char *dir;         /* <state>/layers, or --layers-dir */
   char *image;       /* <state>/layers.img */
   char *why_off;     /* when !enabled: the reason, for the log and daemon.status */
+  char *owner;       /* the state directory, marked on each layer agtd makes (AGT_LAYER_XATTR) */
   uint64_t size;     /* bytes of the file system (statfs) */
   uint64_t capacity; /* what may be promised to jails' limits: size less btrfs's own share */
 };

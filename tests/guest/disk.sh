@@ -113,7 +113,8 @@ AGTD_PID=
 "$AGTD" serve --socket "$T/s2.sock" --state-dir "$S2" --cgroup "$CG-2" --workspace-root "$T" \
   --disk-size 1G >>"$T/agtd2.log" 2>&1 &
 P2=$!
-for _ in $(seq 1 100); do "$AGTD" ctl -s "$T/s2.sock" hello >/dev/null 2>&1 && break; sleep 0.05; done
+check "a second agtd over a btrfs of someone else's answers" \
+  wait_until 10 "$AGTD" ctl -s "$T/s2.sock" hello
 is "agtd does not turn on quotas on a btrfs it did not make (under its records)" "$(qgroups "$T/mine")" off
 kill -TERM "$P2"
 wait "$P2"
@@ -126,8 +127,12 @@ like "it runs without limits there, saying why" "$(ctl status)" \
   "quotas are off \\(btrfs quota enable '$T/layers' turns them on\\)"
 agtd_stop
 btrfs quota enable "$T/layers"
+btrfs subvolume create "$T/layers/their-subvolume" >/dev/null
+mkdir -p "$T/layers/their-dir/upper"
 agtd_start --layers-dir "$T/layers"
 like "with quotas turned on by its owner, it limits the jails there" "$(ctl status)" '"limits": true'
+check "its start-up sweep leaves the owner's subvolume alone" test -d "$T/layers/their-subvolume"
+check "and the owner's directory" test -d "$T/layers/their-dir/upper"
 ctl jail run --name t1 --rootfs "$R" --disk 32M -- /bin/sh -c \
   'dd if=/dev/zero of=/home/agent/fill bs=1M count=64' >/dev/null
 ctl jail wait t1 >/dev/null
