@@ -61,7 +61,7 @@ cleanup() {
   if [ -n "$AGTD_PID" ]; then
     # jails outlive agtd (their keepers): remove what is left first
     ctl jail ls 2>/dev/null | awk 'NR > 1 {print $1}' | while read -r j; do
-      ctl jail rm "$j" --force >/dev/null || true
+      ctl jail rm "$j" --force >/dev/null || echo "bench: could not remove jail $j" >&2
     done
     kill -TERM "$AGTD_PID" 2>/dev/null || true
     wait "$AGTD_PID" 2>/dev/null || true

@@ -374,6 +374,7 @@ static int workspace_allowed(struct agtd_s *d, const char *ws, agt_error_t *err)
 {
   cleanup_free char *state = real_or_given(d->cfg.state_dir);
   cleanup_free char *wsroot = real_or_given(d->workspaces_dir);
+  cleanup_free char *layers = d->disk.dir ? real_or_given(d->disk.dir) : NULL;
   size_t i;
 
   for (i = 0; i < d->cfg.nworkspace_roots; i++) {
@@ -403,6 +404,11 @@ static int workspace_allowed(struct agtd_s *d, const char *ws, agt_error_t *err)
   if (at_or_above(state, ws) && !(at_or_above(wsroot, ws) && strcmp(ws, wsroot) != 0))
     return agt_error_kind(err, AGT_E_INVALID,
                           "workspace '%s' is inside agtd's state directory '%s'", ws, state);
+  /* the jails' writable layers (--layers-dir may lie anywhere, a workspace root too) */
+  if (layers && (at_or_above(ws, layers) || at_or_above(layers, ws)))
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "workspace '%s' %s the jails' layers directory '%s'", ws,
+                          at_or_above(ws, layers) ? "holds" : "is inside", layers);
   for (agt_jail_t *o = d->jails; o; o = o->next) {
     cleanup_free char *theirs = NULL;
     if (!o->workspace_owned)

@@ -268,8 +268,10 @@ int agt_keep_recv(int fd, struct agt_keep_hdr *h, char *buf, int fds[2])
   if ((size_t)n < sizeof *h || h->version != AGT_KEEP_VERSION || (size_t)n != sizeof *h + h->len ||
       (h->len && !buf) || (mh.msg_flags & MSG_TRUNC)) {
     for (int i = 0; i < 2; i++)
-      if (fds[i] >= 0)
+      if (fds[i] >= 0) {
         close(fds[i]);
+        fds[i] = -1; /* the callers close what is left in fds[] */
+      }
     errno = EPROTO;
     return -1;
   }

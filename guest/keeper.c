@@ -225,6 +225,8 @@ static void read_output(int i)
     /* EOF, or EIO from a terminal whose last user is gone (once all is read) */
     close(src[i]);
     src[i] = -1;
+    if (i == 2)
+      tty_unsent = 0; /* no master left to send */
     return;
   }
   if (agt_outlog_append(&out, data, (size_t)n) < 0)

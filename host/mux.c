@@ -10,6 +10,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -161,6 +162,7 @@ static int try_keeper(struct agt_mux *m, int *fd, char **peer, agt_error_t *err)
   struct sockaddr_un sa;
   int s = socket(AF_UNIX, SOCK_STREAM, 0);
   char c, line[512];
+  struct timeval wait = {0, 0};
   ssize_t n;
 
   *fd = -1;
@@ -172,16 +174,28 @@ static int try_keeper(struct agt_mux *m, int *fd, char **peer, agt_error_t *err)
   if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0) {
     int e = errno;
     close(s);
-    if (e == ECONNREFUSED)
-      unlink(m->path); /* a keeper that died without removing its socket */
+    /* ECONNREFUSED: a keeper died without removing its socket; the next one replaces it */
     if (e == ENOENT || e == ECONNREFUSED)
       return 0;
     return agt_error_make(err, e, "connect to agt's connection keeper '%s'", m->path);
   }
+  /* The keeper answers once it has opened the channel, which its SSH connection bounds
+   * (ssh.connect_timeout); a keeper stuck past that is said, not waited for. */
+  wait.tv_sec = (time_t)m->timeout_s + 5;
+  setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
   do
     n = read(s, &c, 1);
   while (n < 0 && errno == EINTR);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    close(s);
+    return agt_error_kind(err, AGT_E_STATE,
+                          "agt's connection keeper did not answer in %ld s: remove '%s' to "
+                          "have the next command make a new connection",
+                          (long)wait.tv_sec, m->path);
+  }
   if (n == 1 && c == 'k' && read_line(s, line, sizeof line) == 0) {
+    wait.tv_sec = 0; /* from here on agtd's stream: no deadline */
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
     *fd = s;
     *peer = xstrdup(line);
     return 1;

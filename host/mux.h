@@ -30,6 +30,7 @@ struct agt_mux {
   char *path;              /* the keeper's socket */
   const char *agtd_socket; /* on the far side */
   uint64_t idle_s;         /* ssh.persist */
+  uint64_t timeout_s;      /* ssh.connect_timeout: how long a channel's opening may take */
   agt_mux_connect_fn connect;
   void *arg;
 };

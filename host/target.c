@@ -207,6 +207,8 @@ static int kept_mux(struct agt_target *t, struct agt_mux *m, agt_error_t *err)
     return -1;
   m->agtd_socket = agt_config_get(t->cfg, AGT_CFG_AGTD_SOCKET);
   m->idle_s = persist;
+  m->timeout_s = 10;
+  agt_config_seconds(t->cfg, AGT_CFG_SSH_CONNECT_TIMEOUT, &m->timeout_s, NULL);
   m->connect = keeper_connect;
   m->arg = t;
   return 1;

@@ -133,6 +133,10 @@ agtd_start --layers-dir "$T/layers"
 like "with quotas turned on by its owner, it limits the jails there" "$(ctl status)" '"limits": true'
 check "its start-up sweep leaves the owner's subvolume alone" test -d "$T/layers/their-subvolume"
 check "and the owner's directory" test -d "$T/layers/their-dir/upper"
+out=$(ctl jail run --name lw --rootfs "$R" --workspace "$T/layers" -- /bin/true 2>&1)
+like "the layers directory is no workspace" "$out" "holds the jails' layers directory|is the jails' layers"
+out=$(ctl jail run --name lw --rootfs "$R" --workspace "$T/layers/their-dir" -- /bin/true 2>&1)
+like "nor anything in it" "$out" "is inside the jails' layers directory"
 ctl jail run --name t1 --rootfs "$R" --disk 32M -- /bin/sh -c \
   'dd if=/dev/zero of=/home/agent/fill bs=1M count=64' >/dev/null
 ctl jail wait t1 >/dev/null

@@ -86,7 +86,7 @@ stale_keepers() {
   for p in /proc/[0-9]*; do
     [ "$(cat "$p/comm" 2>/dev/null)" = agt-keeper ] || continue
     d=$(readlink "$p/fd/8" 2>/dev/null) || continue
-    case $d in "$STATE"/jails/.w-*" (deleted)") n=$((n + 1)) ;; esac
+    case $d in "$STATE"/jails/.w-*) n=$((n + 1)) ;; esac # removed (deleted) or not
   done
   echo "$n"
 }

@@ -25,6 +25,7 @@ as_lima python3 "$T/contract.py" "$LIMACTL" "$T/bin/agt" "$T/real" >"$T/real.out
 as_lima python3 "$T/contract.py" "$T/fake/limactl" "$T/bin/agt" "$T/stand-in" >"$T/stand-in.out" 2>"$T/stand-in.err" ||
   bail "the scenario against the stand-in did not run: $(tail -3 "$T/stand-in.err")"
 steps_real=$(wc -l <"$T/real.out")
+check "the scenario ran steps against the real limactl" test "$steps_real" -gt 0
 is "both runs went through the same number of steps" "$(wc -l <"$T/stand-in.out")" "$steps_real"
 # paths and the program itself differ between the runs; nothing else may
 sed -i "s|$T/fake/limactl|LIMACTL|g" "$T/stand-in.out"
