@@ -406,9 +406,8 @@ static int workspace_allowed(struct agtd_s *d, const char *ws, agt_error_t *err)
                           "workspace '%s' is inside agtd's state directory '%s'", ws, state);
   /* the jails' writable layers (--layers-dir may lie anywhere, a workspace root too) */
   if (layers && (at_or_above(ws, layers) || at_or_above(layers, ws)))
-    return agt_error_kind(err, AGT_E_INVALID,
-                          "workspace '%s' %s the jails' layers directory '%s'", ws,
-                          at_or_above(ws, layers) ? "holds" : "is inside", layers);
+    return agt_error_kind(err, AGT_E_INVALID, "workspace '%s' %s the jails' layers directory '%s'",
+                          ws, at_or_above(ws, layers) ? "holds" : "is inside", layers);
   for (agt_jail_t *o = d->jails; o; o = o->next) {
     cleanup_free char *theirs = NULL;
     if (!o->workspace_owned)
