@@ -9,53 +9,11 @@
 # Needs root and Linux (agtd).  A missing prerequisite is a failure ("Bail out!").
 set -u
 
-: "${AGT:?AGT must name the agt binary (meson sets it)}"
-: "${AGTD:?AGTD must name the agtd binary (meson sets it)}"
 : "${PROBE:?PROBE must name the static probe binary (meson sets it)}"
-SRCDIR=${SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-
-. "$SRCDIR/tests/e2e/tap.sh"
-
-[ "$(id -u)" = 0 ] || bail "the local test needs root (agtd runs the jails)"
-[ "$(uname -s)" = Linux ] || bail "the local test needs Linux"
-[ -x "$AGT" ] || bail "no agt at $AGT"
-[ -x "$AGTD" ] || bail "no agtd at $AGTD"
+LOCAL_TEST=local
+. "$(dirname "${BASH_SOURCE[0]}")/local-lib.sh"
 [ -x "$PROBE" ] || bail "no probe at $PROBE"
 exec </dev/null
-
-T=$(mktemp -d /tmp/agt-e2e-local.XXXXXX)
-chmod 755 "$T"
-CG=agt-e2e-local-$$
-
-agtd_pid() { # the pid of the agtd answering on our socket, if any
-  pgrep -f -- "--socket=$T/agtd.sock" | head -1
-}
-cleanup() {
-  local rc=$? d p j
-  p=$(agtd_pid)
-  if [ -n "$p" ]; then # jails outlive agtd: remove them first
-    for j in $("$AGT" jail ls --json 2>/dev/null | python3 -c 'import json,sys
-for j in json.load(sys.stdin): print(j["name"])'); do
-      "$AGT" jail rm --force "$j" >/dev/null 2>&1
-    done
-    kill -TERM "$p" 2>/dev/null
-    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-  fi
-  for d in /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG"; do
-    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
-  done
-  if [ "$FAILED" -gt 0 ] || [ "$rc" -ne 0 ]; then
-    echo "# agtd log (last 20 lines):"
-    tail -20 "$T/agtd.log" 2>/dev/null | sed 's/^/#   /'
-  fi
-  if ! grep -q " $T/" /proc/self/mountinfo; then
-    rm -rf --one-file-system "$T"
-  fi
-  echo "1..$N"
-  [ "$FAILED" -eq 0 ] && [ "$rc" -eq 0 ]
-  exit $?
-}
-trap cleanup EXIT
 
 mkdir -p "$T/projects/app" "$T/elsewhere"
 chmod 777 "$T/projects/app"
@@ -69,8 +27,6 @@ vm:
 jail:
   rootfs: test
 CFG
-export AGT_CONFIG=$T/config.yaml AGT_TARGET=local
-export AGT_AGTD=$AGTD AGT_AGTD_STATE=$T/state AGT_AGTD_LOG=$T/agtd.log AGT_AGTD_CGROUP=$CG
 agt() { "$AGT" "$@"; }
 
 # --- agt up, quiet: the pid is a result, not progress

@@ -8,61 +8,19 @@
 # prerequisite is a failure ("Bail out!"), never a skip.
 set -u
 
-: "${AGT:?AGT must name the agt binary (meson sets it)}"
-: "${AGTD:?AGTD must name the agtd binary (meson sets it)}"
-SRCDIR=${SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+LOCAL_TEST=verify
+. "$(dirname "${BASH_SOURCE[0]}")/local-lib.sh"
 case "$(uname -m)" in
   aarch64 | arm64) arch=arm64 ;;
   *) arch=x64 ;;
 esac
 : "${AGT_OPENCODE_BIN:=/var/cache/agt/npm/node_modules/opencode-linux-$arch/bin/opencode}"
 export AGT_OPENCODE_BIN
-
-. "$SRCDIR/tests/e2e/tap.sh"
-
-[ "$(id -u)" = 0 ] || bail "the verify test needs root (agtd runs the jails)"
-[ "$(uname -s)" = Linux ] || bail "the verify test needs Linux"
-[ -x "$AGT" ] || bail "no agt at $AGT"
-[ -x "$AGTD" ] || bail "no agtd at $AGTD"
 [ -x "$AGT_OPENCODE_BIN" ] || bail "opencode is not installed at $AGT_OPENCODE_BIN (run ./dev deps)"
 command -v python3 >/dev/null || bail "missing python3 (the test model server)"
 
-T=$(mktemp -d /tmp/agt-e2e-verify.XXXXXX)
-chmod 755 "$T"
-CG=agt-e2e-verify-$$
-AGTD_PID=
-
-cleanup() {
-  local rc=$? d
-  if [ -n "$AGTD_PID" ]; then
-    # jails outlive agtd (their keepers): remove what is left first
-    "$AGTD" ctl -s "$T/agtd.sock" jail ls 2>/dev/null | awk 'NR > 1 {print $1}' |
-      while read -r j; do "$AGTD" ctl -s "$T/agtd.sock" jail rm "$j" --force >/dev/null; done
-    kill -TERM "$AGTD_PID" 2>/dev/null
-    for _ in $(seq 1 100); do kill -0 "$AGTD_PID" 2>/dev/null || break; sleep 0.1; done
-  fi
-  for d in /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG"; do
-    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
-  done
-  if [ "$FAILED" -gt 0 ] || [ "$rc" -ne 0 ]; then
-    echo "# agtd log (last 20 lines):"
-    tail -20 "$T/agtd.log" 2>/dev/null | sed 's/^/#   /'
-  fi
-  if ! grep -q " $T/" /proc/self/mountinfo; then
-    rm -rf --one-file-system "$T"
-  fi
-  echo "1..$N"
-  [ "$FAILED" -eq 0 ] && [ "$rc" -eq 0 ]
-  exit $?
-}
-trap cleanup EXIT
-
-# agt's view: target local, agtd's socket in $T; `agt up` starts agtd with the rest.
 printf 'agtd:\n  socket: %s\n' "$T/agtd.sock" >"$T/config.yaml"
-export AGT_CONFIG=$T/config.yaml AGT_TARGET=local
-export AGT_AGTD=$AGTD AGT_AGTD_STATE=$T/state AGT_AGTD_LOG=$T/agtd.log AGT_AGTD_CGROUP=$CG
-export XDG_CACHE_HOME=$T/cache
-unset AGT_INSTANCE AGT_VERIFY_FAULT
+unset AGT_VERIFY_FAULT
 cd "$T" || bail "cd $T"
 
 # The jail names of the last run's table, in order.
