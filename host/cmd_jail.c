@@ -60,16 +60,20 @@ static void sleep_ms(long ms)
   nanosleep(&ts, NULL);
 }
 
-/* Streams: a stream that ended because the connection dropped says so. */
-static int stream_failed(struct agt_ctx *c, struct agt_stream *s, agt_error_t *err)
+/* Streams: a stream that ended because the connection dropped says so (why: the
+ * target's agt_target_dropped, or NULL). */
+static int dropped_error(const char *why, agt_error_t *err)
 {
-  const char *why = s->closed ? agt_target_dropped(&c->target) : NULL;
-
   if (why) {
     agt_error_release(err);
     return agt_error_kind(err, AGT_E_STATE, "%s", why);
   }
   return -1;
+}
+
+static int stream_failed(struct agt_ctx *c, struct agt_stream *s, agt_error_t *err)
+{
+  return dropped_error(s->closed ? agt_target_dropped(&c->target) : NULL, err);
 }
 
 /* A jail's log from offset, in chunks, up to its end now. */
@@ -87,6 +91,7 @@ static int follow_log(struct agt_ctx *c, const char *name, uint64_t offset, int 
     struct agt_stream s;
     json_t *res;
     cleanup_free char *why = NULL;
+    const char *dropped;
     agt_error_t e2 = NULL;
 
     if (call(c, "jail.logs",
@@ -114,9 +119,11 @@ static int follow_log(struct agt_ctx *c, const char *name, uint64_t offset, int 
     }
     if (s.have_next)
       offset = s.next;
-    if (!s.closed || agt_target_dropped(&c->target) == NULL || ++tries > 3)
-      return stream_failed(c, &s, err);
-    why = xstrdup(agt_target_dropped(&c->target));
+    /* asked once: through the connection keeper, asking is a connection to it */
+    dropped = s.closed ? agt_target_dropped(&c->target) : NULL;
+    if (dropped == NULL || ++tries > 3)
+      return dropped_error(dropped, err);
+    why = xstrdup(dropped);
     agt_error_release(err);
     agt_target_disconnect(&c->target);
     if (!c->quiet)

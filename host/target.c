@@ -387,6 +387,7 @@ int agt_target_call(struct agt_target *t, const char *method, json_t *params, js
                     agt_error_t *err)
 {
   cleanup_free char *why = NULL;
+  const char *dropped;
   agt_error_t e2 = NULL;
 
   *result = NULL;
@@ -396,7 +397,8 @@ int agt_target_call(struct agt_target *t, const char *method, json_t *params, js
     return 0;
   if (!broken(t, *err))
     return -1;
-  why = xstrdup(agt_target_dropped(t) ? agt_target_dropped(t) : (*err)->msg);
+  dropped = agt_target_dropped(t); /* once: with a keeper, asking connects to it */
+  why = xstrdup(dropped ? dropped : (*err)->msg);
   agt_error_release(err);
   agt_target_disconnect(t);
   if (!is_safe(method))
