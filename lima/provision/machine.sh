@@ -3,7 +3,8 @@
 # its jails are better off with is set here, by the VM's provisioning (agtd.sh installs this
 # script and runs it at every boot before agtd, as the systemd unit agt-machine), and `agt
 # doctor` reports each.  On target local (agtd on your own machine) nothing runs this: run it
-# yourself, as root, if you want the same (tests/guest/lib.sh does, for the guest tests).
+# yourself, as root, if you want the same (the guest tests do with
+# AGT_TEST_MACHINE_SETTINGS=yes, which .ci/run sets).
 #   1. the kernel's cgroup flag favordynmods: moving a process between cgroups then costs
 #      microseconds instead of an RCU grace period, which prepared jails need (docs/PROTOCOL.md);
 #      fork and exit get a little dearer everywhere, and from Linux 6.18 the flag cannot be

@@ -64,14 +64,17 @@ bail() {
 [ "$(id -u)" = 0 ] || bail "guest tests need root (real namespaces, mounts and cgroups)"
 [ "$(uname -s)" = Linux ] || bail "guest tests need Linux"
 
-# The guest tests run on a machine set up as agt's guest is: the machine-wide settings of
-# lima/provision/machine.sh (agtd changes none itself).  MACHINE_DYNMODS_BEFORE: whether the
-# kernel's cgroup flag favordynmods was on before (it cannot be turned off until reboot).
+# With AGT_TEST_MACHINE_SETTINGS=yes (.ci/run sets it: CI's machine is thrown away) the
+# guest tests run on a machine set up as agt's guest is: the machine-wide settings of
+# lima/provision/machine.sh (agtd changes none itself).  They are not applied by default:
+# they write /etc/sysctl.d and turn on a cgroup flag that stays on until reboot, which a
+# test run on a developer's own machine must not do.  MACHINE_DYNMODS_BEFORE: whether the
+# kernel's cgroup flag favordynmods was on before.
 MACHINE_DYNMODS_BEFORE=$(grep -E ' - cgroup2? ' /proc/self/mountinfo | grep -c favordynmods)
 machine_settings() {
   "$SRCDIR/lima/provision/machine.sh" || bail "lima/provision/machine.sh failed"
 }
-[ "${AGT_TEST_MACHINE_SETTINGS:-yes}" = no ] || machine_settings
+[ "${AGT_TEST_MACHINE_SETTINGS:-no}" != yes ] || machine_settings
 
 ctl() { "$AGTD" ctl -s "$SOCK" "$@"; }
 

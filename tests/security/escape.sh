@@ -12,7 +12,7 @@
 command -v python3 >/dev/null || bail "the escape suite needs python3 (guest services to attack)"
 
 # As the Lima guest runs it: machine settings of lima/provision/machine.sh (lib.sh applies
-# them) and realtime starts.
+# them with AGT_TEST_MACHINE_SETTINGS=yes, as in CI) and realtime starts.
 agtd_start --realtime-starts
 m=$T/attack-rootfs.yaml
 sed -e "s|@PROBE@|$PROBE|" -e "s|@ATTACK@|$ATTACK|" -e "s|@FIRST_INSN@|$FIRST_INSN|" \
