@@ -72,9 +72,22 @@ int agt_opt_json_only(void *ctx, int key, const char *arg, agt_error_t *err);
     AGT_OPT_JSON, "json", NULL, "print JSON"                                                       \
   }
 
+/* --format TEMPLATE, in the table of a command with --json: the command's callback sees
+ * --json, and agt_print_out formats what it prints (common/tmpl.h). */
+#define AGT_OPT_FORMAT 1001
+#define AGT_OPT_FORMAT_ENTRY                                                                       \
+  {                                                                                                \
+    AGT_OPT_FORMAT, "format", "TEMPLATE",                                                          \
+        "print each item through a Go template: '{{.Name}}\\t{{.State}}', 'table ...' for "        \
+        "columns under a header, or json (a line each)"                                            \
+  }
+
 /* A line on stderr, "agt: ...", unless --quiet. */
 void agt_note(struct agt_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void agt_print_json(json_t *v);
+/* What --json prints: v as JSON, or with --format, items (else v) through the template:
+ * each of a list, an object once. */
+int agt_print_out(json_t *v, json_t *items, agt_error_t *err);
 /* Ask on the terminal; 0 (no) without one. */
 int agt_confirm(const char *question);
 /* Fail unless the target is a Lima VM. */

@@ -24,12 +24,13 @@
 #define DISK_WARN (20ull << 30) /* less than this warns */
 
 static const struct agt_opt opts[] = {
+    AGT_OPT_FORMAT_ENTRY,
     AGT_OPT_JSON_ENTRY,
     {0, NULL, NULL, NULL},
 };
 
 static const struct agt_cmd_help help = {
-    "agt doctor [--json]",
+    "agt doctor [--json | --format TEMPLATE]",
     "Check the host, the VM and the guest; each failure comes with its fix (--json: the rows as "
     "a JSON array of {area, check, result, detail, fix}).",
     opts};
@@ -539,8 +540,13 @@ int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     }
   }
   if (d.json) {
-    agt_print_json(d.json);
+    int pr = agt_print_out(d.json, NULL, err);
     json_decref(d.json);
+    if (pr < 0) {
+      json_decref(st);
+      json_decref(ls);
+      return -1;
+    }
   } else {
     printf("doctor: %u ok, %u failed, %u warning%s, %u not checked\n",
            d.n - d.warned - d.failed - d.skipped, d.failed, d.warned, d.warned == 1 ? "" : "s",

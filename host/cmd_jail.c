@@ -926,19 +926,21 @@ static int jail_create(struct agt_ctx *c, int argc, char **argv, agt_error_t *er
 
 /* ls */
 
-static const struct agt_opt json_opts[] = {
+static const struct agt_opt inspect_opts[] = {
+    AGT_OPT_FORMAT_ENTRY,
     AGT_OPT_JSON_ENTRY,
     {0, NULL, NULL, NULL},
 };
 
 static const struct agt_opt ls_opts[] = {
     {'q', "quiet", NULL, "only the names, one a line (for scripts: agt jail rm $(agt jail ls -q))"},
+    AGT_OPT_FORMAT_ENTRY,
     AGT_OPT_JSON_ENTRY,
     {0, NULL, NULL, NULL},
 };
 
 static const struct agt_cmd_help ls_help = {
-    "agt jail ls [-q] [--json]",
+    "agt jail ls [-q] [--json | --format TEMPLATE]",
     "List the jails: agent, state (and exit code), age, CPU time, memory, attached clients.",
     ls_opts};
 
@@ -972,17 +974,18 @@ static int jail_ls(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   if (o[1])
     json_array_foreach(json_object_get(res, "jails"), k, j) printf("%s\n", str(j, "name"));
   else if (o[0])
-    agt_print_json(json_object_get(res, "jails"));
+    i = agt_print_out(json_object_get(res, "jails"), NULL, err);
   else
     agt_print_jails(stdout, json_object_get(res, "jails"));
   json_decref(res);
-  return 0;
+  return i < 0 ? -1 : 0;
 }
 
 /* inspect */
 
 static const struct agt_cmd_help inspect_help = {
-    "agt jail inspect [--json] NAME", "Everything agtd knows about a jail, as JSON.", json_opts};
+    "agt jail inspect [--json | --format TEMPLATE] NAME",
+    "Everything agtd knows about a jail, as JSON.", inspect_opts};
 
 static int one_name(int argc, char **argv, const struct agt_cmd_help *h, agt_opt_fn fn, void *ctx,
                     const char **name, agt_error_t *err)
@@ -1008,9 +1011,9 @@ static int jail_inspect(struct agt_ctx *c, int argc, char **argv, agt_error_t *e
     return i == -2 ? 0 : -1;
   if (call(c, "jail.inspect", json_pack("{s:s}", "name", name), &res, err) < 0)
     return -1;
-  agt_print_json(res);
+  i = agt_print_out(res, NULL, err);
   json_decref(res);
-  return 0;
+  return i < 0 ? -1 : 0;
 }
 
 /* logs */

@@ -113,12 +113,14 @@ static const struct agt_opt json_opts[] = {
 
 static const struct agt_opt ls_opts[] = {
     {'q', "quiet", NULL, "only the ids, one a line"},
+    AGT_OPT_FORMAT_ENTRY,
     AGT_OPT_JSON_ENTRY,
     {0, NULL, NULL, NULL},
 };
 
-static const struct agt_cmd_help ls_help = {
-    "agt rootfs ls [-q] [--json]", "List the root filesystems and the jails using each.", ls_opts};
+static const struct agt_cmd_help ls_help = {"agt rootfs ls [-q] [--json | --format TEMPLATE]",
+                                            "List the root filesystems and the jails using each.",
+                                            ls_opts};
 
 static int ls_opt(void *ctx, int key, const char *arg, agt_error_t *err)
 {
@@ -150,7 +152,10 @@ static int rootfs_ls(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   if (o[1]) {
     json_array_foreach(json_object_get(res, "rootfs"), k, r) printf("%s\n", str(r, "id"));
   } else if (o[0]) {
-    agt_print_json(json_object_get(res, "rootfs"));
+    if (agt_print_out(json_object_get(res, "rootfs"), NULL, err) < 0) {
+      json_decref(res);
+      return -1;
+    }
   } else {
     printf("%-16s %-12s %-10s %s\n", "ID", "NAME", "SIZE", "JAILS");
     json_array_foreach(json_object_get(res, "rootfs"), k, r)

@@ -7,12 +7,13 @@
 #include "util.h"
 
 static const struct agt_opt opts[] = {
+    AGT_OPT_FORMAT_ENTRY,
     AGT_OPT_JSON_ENTRY,
     {0, NULL, NULL, NULL},
 };
 
 static const struct agt_cmd_help help = {
-    "agt status [--json]",
+    "agt status [--json | --format TEMPLATE]",
     "Show the VM's state, agtd's version and uptime, the jails and the root filesystems.", opts};
 
 static json_t *vm_json(const struct agt_lima_instance *in)
@@ -56,9 +57,9 @@ static void print_vm(const struct agt_lima_instance *in)
 int cmd_status(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   json_t *out = json_object(), *st = NULL, *jails = NULL, *rootfs = NULL;
-  agt_error_t e = NULL;
+  agt_error_t e = NULL, pe = NULL;
   char desc[256];
-  int json = 0, i, r = 0, vm_running = 1;
+  int json = 0, i, r = 0, vm_running = 1, printed = 0;
 
   i = agt_cmd_opts(argc, argv, &help, agt_opt_json_only, &json, err);
   if (i == -2 || i < 0 || i < argc) {
@@ -79,11 +80,11 @@ int cmd_status(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
       json_object_set_new(out, "vm",
                           json_pack("{s:s, s:s}", "name", c->target.instance, "status", "absent"));
       if (json)
-        agt_print_json(out);
+        r = agt_print_out(out, NULL, err);
       else
         printf("vm:      %s: does not exist ('agt up' creates it)\n", c->target.instance);
       json_decref(out);
-      return 0;
+      return r;
     }
     json_object_set_new(out, "vm", vm_json(&in));
     if (!json)
@@ -104,7 +105,8 @@ int cmd_status(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     }
   }
   if (json) {
-    agt_print_json(out);
+    printed = agt_print_out(out, NULL, r < 0 ? &pe : err);
+    agt_error_release(&pe); /* agtd's error is the one to say */
   } else if (st && jails && rootfs) {
     size_t running = 0, n;
     json_t *j;
@@ -136,5 +138,5 @@ int cmd_status(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     *err = e;
     return agt_error_wrap(err, "agtd");
   }
-  return 0;
+  return printed;
 }

@@ -40,15 +40,16 @@ static const struct agt_opt opts[] = {
     {OPT_ROOTFS, "rootfs", "REF",
      "the jails' rootfs (jail.rootfs: default, built from rootfs/default.yaml when missing)"},
     {OPT_TIMEOUT, "timeout", "DURATION", "how long the agent turns may take (5m)"},
+    AGT_OPT_FORMAT_ENTRY,
     AGT_OPT_JSON_ENTRY,
     {0, NULL, NULL, NULL},
 };
 
 static const struct agt_cmd_help help = {
-    "agt verify [--jails N] [--rootfs REF] [--timeout DURATION] [--json]",
+    "agt verify [--jails N] [--rootfs REF] [--timeout DURATION] [--json | --format TEMPLATE]",
     "Run N jails of the real opencode agent at once against a test model on the guest, and "
     "check what they did, saw and left behind (--json: the rows and the sums as one JSON "
-    "object at the end).",
+    "object at the end; --format: each row).",
     opts};
 
 /* A growing string. */
@@ -1368,7 +1369,8 @@ out:
     json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:f, s:O}", "jails", (int)v->n, "checks",
                           (int)v->checks, "passed", (int)(v->checks - v->failed), "failed",
                           (int)v->failed, "seconds", now_s() - t_begin, "rows", v->json);
-    agt_print_json(o);
+    if (agt_print_out(o, v->json, err) < 0)
+      r = -1;
     json_decref(o);
   } else if (r == 0) {
     printf("verify: %u jails, %u checks, %u passed, %u failed, %.1f s\n", v->n, v->checks,

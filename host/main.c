@@ -12,6 +12,7 @@
 #include "agt.h"
 #include "agt_version.h"
 #include "cleanup.h"
+#include "tmpl.h"
 #include "util.h"
 #include "xalloc.h"
 
@@ -103,15 +104,51 @@ static void usage(FILE *f)
 
 /* Helpers for the commands. */
 
+/* --format of the command that runs (agt runs one): agt_print_out prints through it. */
+static struct agt_format *format;
+
+struct opt_shim {
+  agt_opt_fn fn;
+  void *ctx;
+};
+
+/* --format TEMPLATE: checked at once (before the command does anything), then the command
+ * sees --json, whose output agt_print_out formats. */
+static int opt_shim(void *ctx, int key, const char *arg, agt_error_t *err)
+{
+  struct opt_shim *sh = ctx;
+
+  if (key != AGT_OPT_FORMAT)
+    return sh->fn(sh->ctx, key, arg, err);
+  agt_format_free(format);
+  format = NULL;
+  if (agt_format_parse(arg, &format, err) < 0)
+    return agt_error_wrap(err, "--format");
+  return sh->fn(sh->ctx, AGT_OPT_JSON, NULL, err);
+}
+
+int agt_print_out(json_t *v, json_t *items, agt_error_t *err)
+{
+  if (format == NULL) {
+    agt_print_json(v);
+    return 0;
+  }
+  if (agt_format_print(format, stdout, items ? items : v, err) < 0)
+    return agt_error_wrap(err, "--format");
+  return 0;
+}
+
 int agt_cmd_opts(int argc, char **argv, const struct agt_cmd_help *h, agt_opt_fn fn, void *ctx,
                  agt_error_t *err)
 {
   static const struct agt_opt none[] = {{0, NULL, NULL, NULL}};
+  struct opt_shim sh = {fn, ctx};
   int i;
 
   if (strstr(h->usage, "COMMAND") == NULL)
     agt_opts_permute(argc, argv, h->opts ? h->opts : none);
-  i = agt_opts_parse(argc, argv, h->opts ? h->opts : none, fn, ctx, err);
+  i = agt_opts_parse(argc, argv, h->opts ? h->opts : none, fn ? opt_shim : NULL, fn ? &sh : NULL,
+                     err);
 
   if (i == -2)
     agt_opts_usage(stdout, h->usage, h->summary, h->opts);

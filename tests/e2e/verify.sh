@@ -45,6 +45,11 @@ run env AGT_VERIFY_FAULT=leak:9 "$AGT" verify --jails 2
 is "AGT_VERIFY_FAULT with a jail number out of range: exit 2" "$RC" 2
 like "saying so" "$ERR" "AGT_VERIFY_FAULT 'leak:9': the jail number must be 1..2"
 
+run "$AGT" verify --format '{{.check'
+is "a template that does not parse: refused before any jail starts" "$RC" 2
+is "so nothing ran" "$OUT" ""
+like "saying where" "$ERR" "^agt: --format: column 1: unclosed action"
+
 # --- the real run: 3 jails, every check passes
 t0=$(date +%s)
 run "$AGT" verify --jails 3
@@ -99,10 +104,10 @@ is "a jail whose file leaks into another workspace (leak:1): exit 1" "$RC" 1
 like "only-here fails, naming where it leaked" "$OUT" "^only-here +verify-[0-9a-f]{4}-01 +FAIL +its file leaked: its name is also in $T/state/workspaces/verify-[0-9a-f]{4}-02/leaked\.txt"
 like "the error names the check and the jail" "$ERR" "verify: 1 of [0-9]+ checks failed: only-here verify-[0-9a-f]{4}-01: its file leaked"
 
-run env AGT_VERIFY_FAULT=mount "$AGT" verify --jails 2
+run env AGT_VERIFY_FAULT=mount "$AGT" verify --jails 2 --format '{{.check}}|{{.jail}}|{{.result}}|{{.detail}}'
 is "a mount left behind (mount): exit 1" "$RC" 1
-like "cleanup fails, naming the mount" "$OUT" "^cleanup +(verify-[0-9a-f]{4}-01) +FAIL +left behind after jail\.rm: mount /tmp/agt-verify-[0-9a-f]{4}/\1 \(tmpfs\)"
-like "the other jail's cleanup passes" "$OUT" "^cleanup +verify-[0-9a-f]{4}-02 +ok "
+like "cleanup fails, naming the mount" "$OUT" "^cleanup\\|(verify-[0-9a-f]{4}-01)\\|FAIL\\|left behind after jail\.rm: mount /tmp/agt-verify-[0-9a-f]{4}/\1 \(tmpfs\)"
+like "the other jail's cleanup passes" "$OUT" "^cleanup\\|verify-[0-9a-f]{4}-02\\|ok\\|"
 like "the error names the check and the jail" "$ERR" "verify: 1 of [0-9]+ checks failed: cleanup verify-[0-9a-f]{4}-01: left behind after jail\.rm: mount"
 is "verify removed the test's mount afterwards" "$(grep -c agt-verify-fault /proc/self/mountinfo)" 0
 

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Target local, the listings as docker and podman users read them: --format with Go-template
+# fields on every listing that has --json (jail ls, jail inspect, rootfs ls, status,
+# doctor), `table` and `json`, and a bad template refused saying what and where.
+#
+# Needs root and Linux (agtd).  A missing prerequisite is a failure ("Bail out!").
+set -u
+
+: "${PROBE:?PROBE must name the static probe binary (meson sets it)}"
+LOCAL_TEST=listings
+. "$(dirname "${BASH_SOURCE[0]}")/local-lib.sh"
+[ -x "$PROBE" ] || bail "no probe at $PROBE"
+exec </dev/null
+
+mkdir -p "$T/projects/app"
+chmod 777 "$T/projects/app"
+cat >"$T/config.yaml" <<CFG
+agtd:
+  socket: $T/agtd.sock
+vm:
+  mounts:
+    - location: $T/projects
+      writable: true
+jail:
+  rootfs: test
+CFG
+agt() { "$AGT" "$@"; }
+
+run agt -q up
+[ "$RC" = 0 ] || bail "agt up: $ERR"
+sed "s|@PROBE@|$PROBE|" "$SRCDIR/tests/guest/test-rootfs.yaml" >"$T/test-rootfs.yaml"
+run agt rootfs build --no-download "$T/test-rootfs.yaml"
+[ "$RC" = 0 ] || bail "the test rootfs did not build: $ERR"
+cd "$T/projects/app" || bail "cd"
+agt -q jail run -d --name up1 -- sleep 300 >/dev/null || bail "jail up1"
+agt -q jail run --name ex3 -- /bin/sh -c 'exit 3' >/dev/null
+
+# --- --format on jail ls
+run agt jail ls --format '{{.Name}}:{{.State}}:{{.ExitCode}}'
+is "agt jail ls --format: a line per jail, docker's field names finding agtd's keys" \
+  "$(printf '%s\n' "$OUT" | sort)" "$(printf 'ex3:exited:3\nup1:running:')"
+run agt jail ls --format 'table {{.name}}\t{{.state}}\t{{.exit_code}}'
+like "table: a header from the fields" "$(printf '%s\n' "$OUT" | head -1)" '^NAME +STATE +EXIT CODE$'
+like "and the columns aligned under it" "$OUT" '^up1 +running +$'
+like "each row" "$OUT" '^ex3 +exited +3$'
+run agt jail ls --format json
+is "--format json: one JSON object a line" "$(printf '%s\n' "$OUT" | grep -c '^{"')" 2
+run agt jail ls --format '{{if eq .state "running"}}{{.name}} up{{else}}{{.name}} ended {{.exit_code}}{{end}}'
+is "if/else and eq" "$(printf '%s\n' "$OUT" | sort)" "$(printf 'ex3 ended 3\nup1 up')"
+run agt jail ls --format '{{.name}} {{.nmae}}'
+is "a field no jail has: a usage error" "$RC" 2
+like "saying which, and where" "$ERR" "^agt: --format: column 13: no field .nmae here"
+is "and nothing printed" "$OUT" ""
+run agt jail ls --format '{{.name'
+is "a template that does not parse: a usage error" "$RC" 2
+like "saying what and where" "$ERR" "^agt: --format: column 1: unclosed action: '}}' is missing"
+like "with the template and a caret under the place" "$ERR" '^    \^$'
+run agt jail ls --format '{{uper .name}}'
+like "an unknown function: the nearest name" "$ERR" "column 3: unknown function 'uper': did you mean 'upper'\?"
+
+# --- the other listings
+run agt jail inspect up1 --format '{{.name}} {{.agent}} {{len .argv}}'
+is "agt jail inspect --format: the object once" "$OUT" "up1 shell 2"
+run agt rootfs ls --format '{{.name}} {{len .id}}'
+is "agt rootfs ls --format" "$OUT" "test 64"
+run agt status --format '{{.target}} jails={{len .jails}} cgroup={{.agtd.cgroup_version}}'
+like "agt status --format" "$OUT" '^local jails=2 cgroup=[12]$'
+run agt doctor --format '{{.area}}/{{.check}}'
+like "agt doctor --format: a line per row" "$OUT" '^local/agtd$'
+run agt doctor --format 'table {{.check}}\t{{.result}}'
+like "agt doctor --format table" "$(printf '%s\n' "$OUT" | head -1)" '^CHECK +RESULT$'
+run agt doctor --format '{{.Nope}}'
+is "agt doctor: a bad field is a usage error" "$RC" 2
+
+agt jail rm --force up1 ex3 >/dev/null
+run agt down
+is "agt down at the end" "$RC" 0
