@@ -32,8 +32,8 @@ void agt_print_jails(FILE *f, json_t *jails)
   size_t i;
   json_t *j;
 
-  fprintf(f, "%-24s %-10s %-9s %-6s %-12s %-6s %-9s %-9s %s\n", "NAME", "AGENT", "STATE", "EXIT",
-          "ROOTFS", "AGE", "CPU", "MEMORY", "ATTACHED");
+  fprintf(f, "%-24s %-10s %-9s %-6s %-12s %-6s %-9s %-9s %-8s %s\n", "NAME", "AGENT", "STATE",
+          "EXIT", "ROOTFS", "AGE", "CPU", "MEMORY", "ATTACHED", "REFUSED");
   json_array_foreach(jails, i, j)
   {
     char exitbuf[16] = "-", agebuf[32], mem[24] = "-", cpu[24] = "-";
@@ -48,10 +48,11 @@ void agt_print_jails(FILE *f, json_t *jails)
       snprintf(cpu, sizeof cpu, "%.2fs",
                (double)json_integer_value(json_object_get(usage, "cpu_usec")) / 1e6);
     }
-    fprintf(f, "%-24s %-10s %-9s %-6s %-12.12s %-6s %-9s %-9s %d\n", text(j, "name"),
+    fprintf(f, "%-24s %-10s %-9s %-6s %-12.12s %-6s %-9s %-9s %-8d %lld\n", text(j, "name"),
             text(j, "agent"), text(j, "state"), exitbuf, text(j, "rootfs"),
             age(json_integer_value(json_object_get(j, "created")), agebuf, sizeof agebuf), cpu, mem,
-            (int)json_integer_value(json_object_get(j, "attached")));
+            (int)json_integer_value(json_object_get(j, "attached")),
+            (long long)json_integer_value(json_object_get(j, "refused")));
   }
 }
 

@@ -10,7 +10,7 @@
 #include "error.h"
 
 /* jails: the array of jail.ls.  Columns: name, agent, state, exit code, rootfs, age, CPU
- * time, memory, attached clients. */
+ * time, memory, attached clients, connections its network proxy refused. */
 void agt_print_jails(FILE *f, json_t *jails);
 
 /* res: a jail.logs answer.  Writes its bytes to f; *len says how many, *next and *end are

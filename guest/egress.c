@@ -303,6 +303,31 @@ static uint64_t now_ms(void)
   return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+uint64_t agt_netlog_blocked(const char *path)
+{
+  static const char mark[] = "\"decision\":\"blocked\"";
+  cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+  char buf[65536 + sizeof mark];
+  size_t keep = 0;
+  uint64_t n = 0;
+  ssize_t r;
+
+  if (fd < 0)
+    return 0;
+  /* a mark can straddle two reads: the last bytes of one are kept before the next */
+  while ((r = read(fd, buf + keep, sizeof buf - keep)) > 0) {
+    size_t len = keep + (size_t)r;
+    const char *p = buf, *end = buf + len;
+    while ((p = memmem(p, (size_t)(end - p), mark, sizeof mark - 1)) != NULL) {
+      n++;
+      p += sizeof mark - 1;
+    }
+    keep = len < sizeof mark - 1 ? len : sizeof mark - 2;
+    memmove(buf, end - keep, keep);
+  }
+  return n;
+}
+
 /* bytes_up and bytes_down: what was delivered to each side, not what was read. */
 static void netlog(agt_egress_t *e, struct conn *c, const char *decision, const char *reason)
 {

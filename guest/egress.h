@@ -63,6 +63,12 @@ agt_egress_t *agt_egress_start(uv_loop_t *loop, const char *jail, const struct a
 /* Close the listener and every connection; frees itself when all handles are closed. */
 void agt_egress_stop(agt_egress_t *e);
 
+/* How many connections the network log at path (net.log, what `agt jail net` reads) says
+ * were refused by the policy (decision "blocked"); 0 when there is no log.  It reads the
+ * file, which rotation keeps under 4 MiB, so the count holds across agtd's restarts and
+ * after the jail exits. */
+uint64_t agt_netlog_blocked(const char *path);
+
 /* A listening socket on 127.0.0.1:AGT_EGRESS_PORT inside the network namespace netns_fd:
  * the calling thread enters it, makes the socket and returns to home_fd. */
 int agt_egress_listen_in(int netns_fd, int home_fd, agt_error_t *err);

@@ -706,6 +706,7 @@ json_t *agt_jail_to_json(agt_jail_t *j, int full)
   json_object_set_new(o, "workspace", json_string(j->workspace));
   json_object_set_new(o, "tty", json_boolean(j->tty));
   json_object_set_new(o, "attached", json_integer((json_int_t)count_streams(j)));
+  json_object_set_new(o, "refused", json_integer((json_int_t)agt_netlog_blocked(j->net_log_path)));
   if (j->started)
     json_object_set_new(o, "started", json_integer(j->started));
   if (j->state == AGT_JAIL_RUNNING || j->state == AGT_JAIL_STARTING ||

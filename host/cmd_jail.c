@@ -941,7 +941,8 @@ static const struct agt_opt ls_opts[] = {
 
 static const struct agt_cmd_help ls_help = {
     "agt jail ls [-q] [--json | --format TEMPLATE]",
-    "List the jails: agent, state (and exit code), age, CPU time, memory, attached clients.",
+    "List the jails: agent, state (and exit code), age, CPU time, memory, attached clients, "
+    "connections refused by the network proxy.",
     ls_opts};
 
 static int ls_opt(void *ctx, int key, const char *arg, agt_error_t *err)

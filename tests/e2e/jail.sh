@@ -69,8 +69,8 @@ $TM send-keys -t one 'stty size' Enter
 check "a resize reaches the jail (stty size says 40 120)" wait_for one '^40 120$'
 run agt jail ls
 like "agt jail ls: the jail runs, with CPU, memory and one attached client" "$OUT" \
-  '^sh1 +shell +running +- +[0-9a-f]+ +[0-9]+s +[0-9.]+s +[0-9.]+M +1$'
-like "under a header naming the columns" "$OUT" '^NAME +AGENT +STATE +EXIT +ROOTFS +AGE +CPU +MEMORY +ATTACHED$'
+  '^sh1 +shell +running +- +[0-9a-f]+ +[0-9]+s +[0-9.]+s +[0-9.]+M +1 +0$'
+like "under a header naming the columns" "$OUT" '^NAME +AGENT +STATE +EXIT +ROOTFS +AGE +CPU +MEMORY +ATTACHED +REFUSED$'
 is "agt jail ls --json counts it too" "$(attached sh1)" 1
 
 # ctrl-p ctrl-q (docker's detach keys; ctrl-p is opencode's command palette) go to the jail
@@ -373,6 +373,7 @@ like "without --allow the test server is refused" "$OUT" "403 Forbidden"
 unlike "and does not answer" "$OUT" '"id": "mock"'
 like "agt says so when the jail ends, naming the first refusal and where to look" "$ERR" \
   "^agt: jail n2: its network proxy refused 2 connections, the first to 127\.0\.0\.1:$MPORT \(host not on the jail's allowlist\): 'agt jail net n2' lists them"
+like "and agt jail ls counts them in its REFUSED column" "$(agt jail ls)" '^n2 +shell +exited +0 .* 2$'
 cat >>"$AGT_CONFIG" <<EOF
 agents:
   shell:

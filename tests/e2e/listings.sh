@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Target local, the listings as docker and podman users read them: --format with Go-template
 # fields on every listing that has --json (jail ls, jail inspect, rootfs ls, status,
-# doctor), `table` and `json`, and a bad template refused saying what and where.
+# doctor), `table` and `json`, and a bad template refused saying what and where; the
+# connections each jail's proxy refused, counted in jail ls.
 #
 # Needs root and Linux (agtd).  A missing prerequisite is a failure ("Bail out!").
 set -u
@@ -72,6 +73,21 @@ like "agt doctor --format table" "$(printf '%s\n' "$OUT" | head -1)" '^CHECK +RE
 run agt doctor --format '{{.Nope}}'
 is "agt doctor: a bad field is a usage error" "$RC" 2
 
-agt jail rm --force up1 ex3 >/dev/null
+# --- the refusals of each jail's network proxy: a column of jail ls, and a JSON field
+GET='for p in 9 19 29; do wget -q -O - http://127.0.0.1:$p/ >/dev/null 2>&1; done; true'
+agt -q jail run --name nr -- /bin/sh -c "$GET" >/dev/null 2>&1
+run agt jail ls
+like "agt jail ls has a REFUSED column" "$(printf '%s\n' "$OUT" | head -1)" ' REFUSED$'
+like "counting what the jail's proxy refused" "$OUT" '^nr +shell +exited +0 .* 3$'
+like "and 0 for a jail that tried nothing" "$OUT" '^up1 +shell +running .* 0$'
+run agt jail ls --format '{{.name}}={{.refused}}'
+is "JSON field refused" "$(printf '%s\n' "$OUT" | sort | tr '\n' ' ')" "ex3=0 nr=3 up1=0 "
+is "the same count as agt jail net's blocked lines" "$(agt jail net nr | grep -c '^blocked')" 3
+run agt down
+run agt up
+is "after agtd restarts, the count holds (it is read from the jail's network log)" \
+  "$(agt jail ls --format '{{.name}}={{.refused}}' | sort | tr '\n' ' ')" "ex3=0 nr=3 up1=0 "
+
+agt jail rm --force up1 ex3 nr >/dev/null
 run agt down
 is "agt down at the end" "$RC" 0
