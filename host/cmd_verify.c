@@ -4,8 +4,9 @@
  * saw nothing of each other or of the guest, held their limits, and left nothing behind
  * once removed.  Exits 1 when any check fails.
  *
- * The test hooks (AGT_VERIFY_FAULT, see docs/HOST.md) break one thing on purpose so that
- * tests can see each check fail; the checks themselves do not know about them. */
+ * The model server is the one installed with agtd (guest/tools/model_server.py, as
+ * libexecdir/agt/model-server, and beside agtd in a build tree): verify finds it from the
+ * path of the agtd it talks to.  Tests break things from outside (tests/e2e/verify.sh). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -83,13 +84,6 @@ static void sb_add_quoted(struct sb *b, const char *s)
   sb_addf(b, "%s", q);
 }
 
-/* The faults the tests inject (AGT_VERIFY_FAULT). */
-struct faults {
-  int no_allow; /* jail k (1-based) gets an empty allowlist */
-  int leak;     /* jail k's file is copied into another jail's workspace */
-  int mount;    /* a mount named after jail 1 is made after the removal */
-};
-
 struct vjail {
   char name[64];
   unsigned port; /* its own loopback listener, inside its network namespace */
@@ -125,11 +119,13 @@ struct verify {
   unsigned n;
   const char *rootfs;
   uint64_t timeout_s;
-  struct faults fault;
   char tag[16];
-  char mark[64]; /* a directory on the guest that only the guest sees */
-  char *src;     /* the agt source tree, as the guest sees it */
+  char mark[64];     /* a directory on the guest that only the guest sees */
+  char *src;         /* the agt source tree, as the guest sees it */
+  char *src_missing; /* why there is none */
   char *state_dir;
+  long long agtd_pid;
+  char *model_path; /* the model server installed with agtd, as the guest sees it */
   unsigned model_port;
   struct agt_guest_proc model;
   int model_up;
@@ -203,42 +199,6 @@ static void row(struct verify *v, const char *check, const char *jail, int ok, c
   fflush(stdout);
 }
 
-static int parse_faults(struct faults *f, unsigned n, agt_error_t *err)
-{
-  const char *env = getenv("AGT_VERIFY_FAULT");
-  cleanup_free char *copy = NULL;
-  char *save = NULL;
-
-  memset(f, 0, sizeof *f);
-  if (env == NULL || *env == '\0')
-    return 0;
-  copy = xstrdup(env);
-  for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    char *end;
-    long k;
-    if (strcmp(t, "mount") == 0) {
-      f->mount = 1;
-      continue;
-    }
-    if (strncmp(t, "no-allow:", 9) == 0 || strncmp(t, "leak:", 5) == 0) {
-      const char *num = strchr(t, ':') + 1;
-      errno = 0;
-      k = strtol(num, &end, 10);
-      if (errno || *end || k < 1 || (unsigned long)k > n)
-        return agt_error_kind(err, AGT_E_INVALID,
-                              "AGT_VERIFY_FAULT '%s': the jail number must be 1..%u", t, n);
-      if (t[0] == 'n')
-        f->no_allow = (int)k;
-      else
-        f->leak = (int)k;
-      continue;
-    }
-    return agt_error_kind(err, AGT_E_INVALID,
-                          "AGT_VERIFY_FAULT '%s': write no-allow:K, leak:K or mount", t);
-  }
-  return 0;
-}
-
 static void random_tag(char *buf, size_t len)
 {
   unsigned char b[2] = {0};
@@ -293,12 +253,14 @@ static void per_jail_lines(struct verify *v, char *out,
   }
 }
 
-/* Setup: where the source tree is on the guest, a marker directory only the guest has, and
- * how many processes the guest runs. */
+/* Setup: where the source tree is on the guest (for the default rootfs's manifest), the model
+ * server installed with the agtd that answers (beside it in a build tree, else
+ * ../libexec/agt/ from it), a marker directory only the guest has, and how many processes the
+ * guest runs. */
 static int setup_guest(struct verify *v, agt_error_t *err)
 {
   struct sb s = {0};
-  cleanup_free char *out = NULL, *host_src = NULL;
+  cleanup_free char *out = NULL, *host_src = NULL, *agtd_exe = NULL;
   const char *hs = agt_config_get(&v->c->cfg, AGT_CFG_VM_AGT_SOURCE);
   unsigned long long avail = 0;
   char *save = NULL;
@@ -312,13 +274,17 @@ static int setup_guest(struct verify *v, agt_error_t *err)
     sb_addf(&s, " ");
     sb_add_quoted(&s, host_src);
   }
-  sb_addf(&s,
-          "; do if [ -f \"$d/tests/fakes/model_server.py\" ] && [ -f \"$d/rootfs/default.yaml\" ]; "
-          "then echo \"src $d\"; break; fi; done\n"
-          "mkdir -m 0755 %s && echo guest-only > %s/guest-only || exit 1\n"
-          "echo \"procs $(ls -d /proc/[0-9]* | wc -l)\"\n"
-          "echo \"memkb $(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)\"\n",
-          v->mark, v->mark);
+  sb_addf(
+      &s,
+      "; do if [ -f \"$d/rootfs/default.yaml\" ]; then echo \"src $d\"; break; fi; done\n"
+      "exe=$(readlink /proc/%lld/exe); exe=${exe%% (deleted)}; echo \"agtd $exe\"\n"
+      "for m in \"${exe%%/*}/model-server\" \"${exe%%/*}/../libexec/agt/model-server\"; do "
+      "if [ -f \"$m\" ] && [ -x \"$m\" ]; then echo \"model $(readlink -f \"$m\")\"; break; fi; "
+      "done\n"
+      "mkdir -m 0755 %s && echo guest-only > %s/guest-only || exit 1\n"
+      "echo \"procs $(ls -d /proc/[0-9]* | wc -l)\"\n"
+      "echo \"memkb $(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)\"\n",
+      v->agtd_pid, v->mark, v->mark);
   r = guest(v, s.s, &out, err);
   free(s.s);
   if (r < 0)
@@ -326,6 +292,10 @@ static int setup_guest(struct verify *v, agt_error_t *err)
   for (char *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
     if (strncmp(l, "src ", 4) == 0)
       v->src = xstrdup(l + 4);
+    else if (strncmp(l, "agtd ", 5) == 0)
+      agtd_exe = xstrdup(l + 5);
+    else if (strncmp(l, "model ", 6) == 0)
+      v->model_path = xstrdup(l + 6);
     else if (strncmp(l, "procs ", 6) == 0)
       v->guest_procs = atoi(l + 6);
     else if (strncmp(l, "memkb ", 6) == 0)
@@ -339,12 +309,17 @@ static int setup_guest(struct verify *v, agt_error_t *err)
              agt_human_bytes(avail, a, sizeof a), v->n,
              agt_human_bytes((unsigned long long)v->n * VERIFY_TURN_PEAK, b, sizeof b));
   }
-  if (v->src == NULL)
+  if (v->model_path == NULL)
     return agt_error_kind(err, AGT_E_NOTFOUND,
-                          "the guest has no agt source tree (tests/fakes/model_server.py, "
-                          "rootfs/default.yaml) at %s%s (vm.agt_source; a VM mounts it at %s)",
-                          v->c->target.kind != AGT_TARGET_LOCAL ? VERIFY_GUEST_SRC " or " : "",
-                          host_src, VERIFY_GUEST_SRC);
+                          "no model server installed with agtd (%s, pid %lld): looked for "
+                          "model-server beside it and in ../libexec/agt/ (meson install puts it "
+                          "in libexecdir/agt/)",
+                          agtd_exe && *agtd_exe ? agtd_exe : "its path unreadable", v->agtd_pid);
+  if (v->src == NULL && strcmp(v->rootfs, "default") == 0)
+    v->src_missing = xasprintf("the guest has no agt source tree (rootfs/default.yaml) at %s%s "
+                               "(vm.agt_source; a VM mounts it at %s)",
+                               v->c->target.kind != AGT_TARGET_LOCAL ? VERIFY_GUEST_SRC " or " : "",
+                               host_src, VERIFY_GUEST_SRC);
   return 0;
 }
 
@@ -383,6 +358,8 @@ static int ensure_rootfs(struct verify *v, agt_error_t *err)
   if (strcmp(v->rootfs, "default") != 0)
     return agt_error_kind(err, AGT_E_NOTFOUND,
                           "no rootfs '%s' on the guest ('agt rootfs ls' lists them)", v->rootfs);
+  if (v->src == NULL)
+    return agt_error_kind(err, AGT_E_NOTFOUND, "%s", v->src_missing);
   manifest = xasprintf("%s/rootfs/default.yaml", v->src);
   agt_note(v->c, "building the default rootfs from %s", manifest);
   t = now_s();
@@ -403,11 +380,7 @@ static int start_model(struct verify *v, agt_error_t *err)
   char line[512];
   int r;
 
-  sb_addf(&s, "python3 ");
-  {
-    cleanup_free char *p = xasprintf("%s/tests/fakes/model_server.py", v->src);
-    sb_add_quoted(&s, p);
-  }
+  sb_add_quoted(&s, v->model_path);
   sb_addf(&s, " --host 127.0.0.1 --port 0 </dev/null & p=$!\n"
               "cat >/dev/null\n"
               "kill $p 2>/dev/null; wait $p 2>/dev/null; exit 0\n");
@@ -429,7 +402,7 @@ static int start_model(struct verify *v, agt_error_t *err)
     }
     agt_note(v->c, "model server: %s", line);
   }
-  row(v, "model", "", v->model_port != 0, "tests/fakes/model_server.py on the guest's 127.0.0.1:%u",
+  row(v, "model", "", v->model_port != 0, "%s on the guest's 127.0.0.1:%u", v->model_path,
       v->model_port);
   return 0;
 }
@@ -490,7 +463,6 @@ static void start_jails(struct verify *v)
   agt_note(v->c, "starting %u jails of opencode", v->n);
   for (unsigned k = 0; k < v->n && !interrupted; k++) {
     struct vjail *j = &v->j[k];
-    int no_allow = v->fault.no_allow == (int)k + 1;
     json_t *params, *res = NULL;
     agt_error_t e = NULL;
 
@@ -498,7 +470,7 @@ static void start_jails(struct verify *v)
                        j->name, "agent", "opencode", "rootfs", v->rootfs, "argv", "/bin/sh", "-c",
                        jail_script, "env", jail_env(v, j), "limits", "memory",
                        (json_int_t)VERIFY_MEMORY, "pids", (json_int_t)VERIFY_PIDS, "network",
-                       "mode", "allow", "allow", no_allow ? json_array() : json_pack("[s]", allow));
+                       "mode", "allow", "allow", json_pack("[s]", allow));
     if (agt_target_call(&v->c->target, "jail.run", params, &res, &e) < 0) {
       row(v, "start", j->name, 0, "jail.run failed: %s", e->msg);
       agt_error_release(&e);
@@ -506,8 +478,7 @@ static void start_jails(struct verify *v)
       j->started = 1;
       j->start_ms = json_number_value(json_object_get(res, "start_ms"));
       j->workspace = xstrdup(str(res, "workspace"));
-      row(v, "start", j->name, 1, "started in %.1f ms; allowlist %s%s", j->start_ms,
-          no_allow ? "empty" : allow, no_allow ? " (test hook AGT_VERIFY_FAULT no-allow)" : "");
+      row(v, "start", j->name, 1, "started in %.1f ms; allowlist %s", j->start_ms, allow);
     }
     json_decref(params);
     json_decref(res);
@@ -653,19 +624,6 @@ static int look_from_guest(struct verify *v, agt_error_t *err)
   cleanup_free char *out = NULL;
   int r;
 
-  if (v->fault.leak) {
-    /* Test hook: leak jail K's file into the next jail's workspace. */
-    struct vjail *a = &v->j[v->fault.leak - 1], *b = &v->j[v->fault.leak % v->n];
-    if (a->workspace && b->workspace && a != b) {
-      cleanup_free char *from = xasprintf("%s/out.txt", a->workspace);
-      cleanup_free char *to = xasprintf("%s/leaked.txt", b->workspace);
-      sb_addf(&s, "cp ");
-      sb_add_quoted(&s, from);
-      sb_addf(&s, " ");
-      sb_add_quoted(&s, to);
-      sb_addf(&s, " 2>/dev/null\n");
-    }
-  }
   sb_addf(&s, "conn() { python3 -c 'import socket, sys\n"
               "for p in sys.argv[1:]:\n"
               "    s = socket.socket(); s.settimeout(2)\n"
@@ -746,7 +704,7 @@ static int guest_paths(struct verify *v, struct agt_strv *paths, agt_error_t *er
   agt_strv_push(&cand, v->state_dir);
   agt_strv_push(&cand, agt_config_get(&v->c->cfg, AGT_CFG_AGTD_SOCKET));
   agt_strv_pushf(&cand, "%s/guest-only", v->mark);
-  agt_strv_pushf(&cand, "%s/tests/fakes/model_server.py", v->src);
+  agt_strv_push(&cand, v->model_path);
   for (unsigned k = 0; k < v->n; k++)
     if (v->j[k].workspace && *v->j[k].workspace)
       agt_strv_push(&cand, v->j[k].workspace);
@@ -1142,9 +1100,6 @@ static int remove_and_check(struct verify *v, double *removal_s, agt_error_t *er
     json_decref(res);
   }
   *removal_s = now_s() - t;
-  if (v->fault.mount && v->j[0].started) /* test hook: a mount named after jail 1 */
-    sb_addf(&s, "mkdir -p %s/%s && mount -t tmpfs agt-verify-fault %s/%s\n", v->mark, v->j[0].name,
-            v->mark, v->j[0].name);
   for (unsigned k = 0; k < v->n; k++) {
     struct vjail *j = &v->j[k];
     if (!j->started)
@@ -1191,7 +1146,7 @@ static int remove_and_check(struct verify *v, double *removal_s, agt_error_t *er
   return 0;
 }
 
-/* Whatever happened: the jails, the fault mount, the marker, the model server. */
+/* Whatever happened: the jails, the marker, the model server. */
 static void teardown(struct verify *v)
 {
   struct sb s = {0};
@@ -1208,10 +1163,7 @@ static void teardown(struct verify *v)
     json_decref(res);
   }
   if (v->mark[0]) {
-    sb_addf(&s,
-            "if [ -d %s ]; then for d in %s/*/; do umount \"$d\" 2>/dev/null; done; "
-            "rm -rf %s; fi; exit 0\n",
-            v->mark, v->mark, v->mark);
+    sb_addf(&s, "rm -rf %s; exit 0\n", v->mark);
     if (guest(v, s.s, &out, &e) < 0) {
       agt_note(v->c, "could not clean %s on the guest: %s", v->mark, e->msg);
       agt_error_release(&e);
@@ -1267,6 +1219,8 @@ static void release(struct verify *v)
     agt_strv_clear(&j->left);
   }
   free(v->src);
+  free(v->src_missing);
+  free(v->model_path);
   free(v->state_dir);
   free(v->failures.s);
 }
@@ -1292,10 +1246,6 @@ int cmd_verify(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     free(v);
     return i == -2 ? 0 : -1;
   }
-  if (parse_faults(&v->fault, v->n, err) < 0) {
-    free(v);
-    return -1;
-  }
   random_tag(v->tag, sizeof v->tag);
   for (unsigned k = 0; k < v->n; k++) {
     snprintf(v->j[k].name, sizeof v->j[k].name, "verify-%s-%02u", v->tag, k + 1);
@@ -1314,6 +1264,7 @@ int cmd_verify(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     goto out;
   }
   v->state_dir = xstrdup(str(st, "state_dir"));
+  v->agtd_pid = (long long)json_integer_value(json_object_get(st, "pid"));
   if (v->json == NULL)
     printf("%-11s %-16s %-6s %s\n", "CHECK", "JAIL", "RESULT", "DETAIL");
   row(v, "agtd", "", 1, "%s at %s, cgroup v%lld, state %s",

@@ -4,7 +4,8 @@
 #   1. the packages agtd needs to build and run, and those the default jail rootfs copies
 #      from the guest (rootfs/default.yaml): toybox, busybox, bash, ripgrep, git, CA
 #      certificates, and opencode from npm;
-#   2. agtd, built from the agt source tree that agt mounts read-only at $PARAM_AgtSourceDir;
+#   2. agtd and the model server agt verify runs (libexec/agt/model-server), built from the
+#      agt source tree that agt mounts read-only at $PARAM_AgtSourceDir;
 #   3. the machine-wide settings agtd's jails are better off with (machine.sh, beside this
 #      file: cgroup favordynmods, console loglevel), as the oneshot service agt-machine that
 #      runs at every boot before agtd; agtd itself changes nothing machine-wide;
@@ -54,13 +55,17 @@ fi
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" "$src" --buildtype=release -Dtests=false
 fi
-ninja -C "$build" guest/agtd
+ninja -C "$build" guest/agtd guest/model-server
 changed=0
 if ! cmp -s "$build/guest/agtd" /usr/local/sbin/agtd; then
   install -m 0755 "$build/guest/agtd" /usr/local/sbin/agtd.new
   mv -f /usr/local/sbin/agtd.new /usr/local/sbin/agtd
   changed=1
 fi
+
+# the model server agt verify runs, where verify looks for it from agtd's path
+install -D -m 0755 "$build/guest/model-server" /usr/local/libexec/agt/model-server.new
+mv -f /usr/local/libexec/agt/model-server.new /usr/local/libexec/agt/model-server
 
 install -D -m 0755 "$src/lima/provision/machine.sh" /usr/local/libexec/agt/machine.sh.new
 mv -f /usr/local/libexec/agt/machine.sh.new /usr/local/libexec/agt/machine.sh

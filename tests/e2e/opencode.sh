@@ -26,7 +26,7 @@ e2e_cleanup_hook() {
 }
 
 # a test HTTP server standing in for a model provider the user configured
-python3 "$FAKES/model_server.py" --host 127.0.0.1 --port 0 --log "$T/model.log" >"$T/model.out" 2>&1 &
+python3 "$SRCDIR/guest/tools/model_server.py" --host 127.0.0.1 --port 0 --log "$T/model.log" >"$T/model.out" 2>&1 &
 MODEL_PID=$!
 wait_until 10 grep -q listening "$T/model.out" || bail "the test model server did not start"
 MPORT=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$T/model.out")

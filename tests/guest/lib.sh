@@ -158,7 +158,7 @@ provider_start() {
   ip -n "$PROV_NS" addr add "$PROVIDER/24" dev "$b"
   ip -n "$PROV_NS" link set "$b" up
   ip -n "$PROV_NS" link set lo up
-  ip netns exec "$PROV_NS" python3 "$SRCDIR/tests/fakes/model_server.py" --host "$PROVIDER" \
+  ip netns exec "$PROV_NS" python3 "$SRCDIR/guest/tools/model_server.py" --host "$PROVIDER" \
     --port 8080 --log "$T/model.log" >"$T/model.out" 2>&1 &
   PROV_PID=$!
   for _ in $(seq 1 100); do

@@ -38,6 +38,12 @@ def last_user_text(messages):
     return ""
 
 
+def writes(prompt):
+    """The files the tool call writes: [(path, word)]."""
+    m = re.search(r"AGT-WRITE ([A-Za-z0-9._/-]+) ([A-Za-z0-9._-]+)", prompt)
+    return [(m.group(1), m.group(2))] if m else [("out.txt", "hi-from-tool")]
+
+
 def plan(body):
     messages = body.get("messages", [])
     tools = body.get("tools") or []
@@ -45,9 +51,8 @@ def plan(body):
         return {"text": "agt test"}
     if messages and messages[-1].get("role") == "tool":
         return {"text": "done: tool ran"}
-    m = re.search(r"AGT-WRITE ([A-Za-z0-9._/-]+) ([A-Za-z0-9._-]+)", last_user_text(messages))
-    path, word = (m.group(1), m.group(2)) if m else ("out.txt", "hi-from-tool")
-    return {"tool": {"command": f"printf %s {word} > {path}", "description": "write a file"}}
+    cmd = "; ".join(f"printf %s {word} > {path}" for path, word in writes(last_user_text(messages)))
+    return {"tool": {"command": cmd, "description": "write a file"}}
 
 
 class Handler(BaseHTTPRequestHandler):
