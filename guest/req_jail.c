@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base64.h"
+#include "cleanup.h"
 #include "daemon.h"
 #include "jail.h"
 #include "server.h"
@@ -168,18 +169,68 @@ static int has_writer(agt_jail_t *j)
   return 0;
 }
 
+/* The first line that starts at or after off (off itself when the byte before it ends a
+ * line, or when no line end comes within a chunk). */
+static uint64_t line_start(agt_jail_t *j, uint64_t off, uint64_t end)
+{
+  cleanup_free char *data = NULL;
+  uint64_t start;
+  size_t len;
+  agt_error_t e = NULL;
+  char *nl;
+
+  if (off == 0 || off >= end)
+    return off;
+  if (agt_jail_log_read(j, off - 1, LOGS_MAX_CHUNK, &data, &len, &start, &e) < 0) {
+    agt_error_release(&e);
+    return off;
+  }
+  if (start != off - 1 || len == 0 || data[0] == '\n')
+    return off;
+  nl = memchr(data, '\n', len);
+  return nl ? start + (uint64_t)(nl - data) + 1 : off;
+}
+
+/* The log's times for [from, to): [[offset, ns], ...], the first dating the bytes at from. */
+static json_t *log_times(agt_jail_t *j, uint64_t from, uint64_t to)
+{
+  struct agt_outlog_time *t = NULL;
+  size_t n = agt_outlog_times(j->log_path, j->log_old_path, from, to, &t);
+  json_t *a = json_array();
+
+  for (size_t i = 0; i < n; i++)
+    json_array_append_new(a, json_pack("[I, I]", (json_int_t)t[i].off, (json_int_t)t[i].ns));
+  free(t);
+  return a;
+}
+
 int agt_req_jail_logs(agt_req_t *req, json_t **result, agt_error_t *err)
 {
-  uint64_t offset = 0, max = LOGS_MAX_CHUNK, start;
-  int follow = 0;
+  uint64_t offset = 0, max = LOGS_MAX_CHUNK, start, since = 0, until = 0, end, stop;
+  int follow = 0, times = 0;
   agt_jail_t *j;
   char *data, *b64;
   size_t len;
 
   if (find(req, &j, err) < 0 || agt_param_u64(req->params, "offset", 0, &offset, err) < 0 ||
       agt_param_u64(req->params, "max", 0, &max, err) < 0 ||
+      agt_param_u64(req->params, "since_ns", 0, &since, err) < 0 ||
+      agt_param_u64(req->params, "until_ns", 0, &until, err) < 0 ||
+      agt_param_bool(req->params, "times", &times, err) < 0 ||
       agt_param_bool(req->params, "follow", &follow, err) < 0)
     return -1;
+  if (since > INT64_MAX || until > INT64_MAX)
+    return agt_error_kind(err, AGT_E_INVALID, "since_ns and until_ns are nanoseconds since 1970");
+  /* since and until by the log's index of times (outlog.h), at whole lines: a line belongs
+   * to the time it started */
+  end = j->log.pos.base + j->log.pos.size;
+  if (since)
+    offset =
+        line_start(j, agt_outlog_offset_at(j->log_path, j->log_old_path, (int64_t)since, end), end);
+  stop = end;
+  if (until)
+    stop = line_start(
+        j, agt_outlog_offset_at(j->log_path, j->log_old_path, (int64_t)until + 1, end), end);
   if (follow && j->state != AGT_JAIL_EXITED) {
     /* A stream from offset: the log's content, then live output, with nothing lost. */
     json_t *reply;
@@ -194,15 +245,22 @@ int agt_req_jail_logs(agt_req_t *req, json_t **result, agt_error_t *err)
   }
   if (max > LOGS_MAX_CHUNK)
     max = LOGS_MAX_CHUNK;
+  if (offset >= stop)
+    max = 0;
+  else if (max > stop - offset)
+    max = stop - offset;
   if (agt_jail_log_read(j, offset, (size_t)max, &data, &len, &start, err) < 0)
     return -1;
   b64 = agt_base64_encode(data, len);
   free(data);
-  *result =
-      json_pack("{s:s, s:I, s:I, s:I, s:s}", "data_b64", b64, "offset", (json_int_t)start, "next",
-                (json_int_t)(start + len), "end", (json_int_t)(j->log.pos.base + j->log.pos.size),
-                "state", agt_jail_state_name(j->state));
+  *result = json_pack("{s:s, s:I, s:I, s:I, s:s}", "data_b64", b64, "offset", (json_int_t)start,
+                      "next", (json_int_t)(start + len), "end", (json_int_t)end, "state",
+                      agt_jail_state_name(j->state));
   free(b64);
+  if (until)
+    json_object_set_new(*result, "stop", json_integer((json_int_t)stop));
+  if (times)
+    json_object_set_new(*result, "times", log_times(j, start, start + len));
   return 0;
 }
 

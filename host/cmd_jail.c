@@ -18,6 +18,7 @@
 #include "names.h"
 #include "portfwd.h"
 #include "stream.h"
+#include "timefmt.h"
 #include "util.h"
 #include "xalloc.h"
 
@@ -34,6 +35,7 @@ enum {
   OPT_NO_TTY,
   OPT_DETACH_KEYS,
   OPT_SINCE,
+  OPT_UNTIL,
   OPT_OFFSET,
   OPT_ENV_FILE,
   OPT_CPUS,
@@ -1022,32 +1024,46 @@ static int jail_inspect(struct agt_ctx *c, int argc, char **argv, agt_error_t *e
 static const struct agt_opt logs_opts[] = {
     {'f', "follow", NULL, "go on with the output as it comes, nothing lost, until the jail exits"},
     {OPT_OFFSET, "offset", "BYTES", "start at this byte offset of the log (0)"},
-    {OPT_SINCE, "since", "OFFSET", "the same (a byte offset; agtd keeps no times for output)"},
+    {OPT_SINCE, "since", "TIME",
+     "only the lines written since TIME: RFC 3339 (2026-12-02T03:51:38Z, 2026-12-02), a Unix "
+     "time, or a duration before now (10m, 1h30m)"},
+    {OPT_UNTIL, "until", "TIME", "only the lines written before TIME (as --since; not with -f)"},
+    {'t', "timestamps", NULL, "begin each line with the time it was written (RFC 3339, UTC)"},
     {0, NULL, NULL, NULL},
 };
 
 static const struct agt_cmd_help logs_help = {
-    "agt jail logs [-f] [--offset BYTES] NAME",
+    "agt jail logs [-f] [-t] [--since TIME] [--until TIME] [--offset BYTES] NAME",
     "Print a jail's captured output (stdout and stderr, or its terminal).", logs_opts};
 
 struct logs_opts {
-  int follow;
-  uint64_t since;
+  int follow, timestamps, since_set, until_set;
+  uint64_t offset;
+  int64_t since, until;
 };
 
 static int logs_opt(void *ctx, int key, const char *arg, agt_error_t *err)
 {
   struct logs_opts *o = ctx;
 
-  if (key == 'f') {
+  switch (key) {
+  case 'f':
     o->follow = 1;
     return 0;
+  case 't':
+    o->timestamps = 1;
+    return 0;
+  case OPT_OFFSET:
+    return agt_parse_u64("--offset", arg, &o->offset, err);
+  case OPT_SINCE:
+    o->since_set = 1;
+    return agt_parse_time("--since", arg, agt_now_ns(), &o->since, err);
+  case OPT_UNTIL:
+    o->until_set = 1;
+    return agt_parse_time("--until", arg, agt_now_ns(), &o->until, err);
+  default:
+    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
   }
-  if (key == OPT_OFFSET)
-    return agt_parse_u64("--offset", arg, &o->since, err);
-  if (key == OPT_SINCE)
-    return agt_parse_u64("--since", arg, &o->since, err);
-  return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
 }
 
 static int print_log(struct agt_ctx *c, const char *name, uint64_t *offset, agt_error_t *err)
@@ -1071,17 +1087,113 @@ static int print_log(struct agt_ctx *c, const char *name, uint64_t *offset, agt_
   }
 }
 
+/* A chunk of jail.logs with its times: each line begun with the time of the record that
+ * dates its first byte (*bol: the chunk starts a line). */
+static int print_stamped(json_t *res, int *bol, agt_error_t *err)
+{
+  const char *b64 = json_string_value(json_object_get(res, "data_b64"));
+  json_t *times = json_object_get(res, "times");
+  uint64_t off = (uint64_t)json_integer_value(json_object_get(res, "offset"));
+  cleanup_free char *data = NULL;
+  size_t len = 0, k = 0, i, n = json_array_size(times);
+
+  data = b64 ? agt_base64_decode(b64, &len) : NULL;
+  for (i = 0; data && i < len; i++, off++) {
+    if (*bol) {
+      char when[40] = "-";
+      /* the last record at or before this byte */
+      while (k + 1 < n &&
+             (uint64_t)json_integer_value(json_array_get(json_array_get(times, k + 1), 0)) <= off)
+        k++;
+      if (k < n && (uint64_t)json_integer_value(json_array_get(json_array_get(times, k), 0)) <= off)
+        agt_format_time(json_integer_value(json_array_get(json_array_get(times, k), 1)), when,
+                        sizeof when);
+      printf("%s ", when);
+    }
+    putchar(data[i]);
+    *bol = data[i] == '\n';
+  }
+  if (ferror(stdout))
+    return agt_error_make(err, errno, "write logs");
+  return 0;
+}
+
+/* The log between --since and --until (each a time, by agtd's index of when each line was
+ * written), or from --offset, to its end now; with -t each line stamped.  -f -t polls as
+ * agt jail net -f does, since the stream carries no times. */
+static int print_range(struct agt_ctx *c, const char *name, const struct logs_opts *o,
+                       agt_error_t *err)
+{
+  uint64_t offset = o->offset;
+  int first = 1, bol = 1;
+
+  for (;;) {
+    json_t *res, *p = json_pack("{s:s, s:I, s:b}", "name", name, "offset", (json_int_t)offset,
+                                "times", o->timestamps);
+    uint64_t next, end, stop;
+    size_t len;
+    const char *state;
+    int r, done;
+
+    if (first && o->since_set)
+      json_object_set_new(p, "since_ns", json_integer(o->since > 0 ? o->since : 1));
+    if (o->until_set)
+      json_object_set_new(p, "until_ns", json_integer(o->until > 0 ? o->until : 1));
+    if (call(c, "jail.logs", p, &res, err) < 0)
+      return -1;
+    first = 0;
+    if (o->timestamps) {
+      r = print_stamped(res, &bol, err);
+      next = (uint64_t)json_integer_value(json_object_get(res, "next"));
+      end = (uint64_t)json_integer_value(json_object_get(res, "end"));
+      len = (size_t)(next - (uint64_t)json_integer_value(json_object_get(res, "offset")));
+    } else {
+      r = agt_print_log_chunk(stdout, res, &len, &next, &end, err);
+    }
+    stop = json_object_get(res, "stop") ? (uint64_t)json_integer_value(json_object_get(res, "stop"))
+                                        : end;
+    state = str(res, "state");
+    done = !o->follow || strcmp(state, "exited") == 0 || strcmp(state, "created") == 0;
+    json_decref(res);
+    if (r < 0)
+      return -1;
+    offset = next;
+    if (next >= stop || len == 0) {
+      if (done)
+        return 0;
+      fflush(stdout);
+      sleep_ms(200);
+    }
+  }
+}
+
 static int jail_logs(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
-  struct logs_opts o = {0, 0};
+  struct logs_opts o;
   const char *name = NULL;
   uint64_t offset;
   int i, code;
 
+  memset(&o, 0, sizeof o);
   i = one_name(argc, argv, &logs_help, logs_opt, &o, &name, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
-  offset = o.since;
+  if (o.follow && o.until_set)
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "--until ends the output, -f follows it on: not both (podman's rule)");
+  offset = o.offset;
+  if (o.timestamps || o.until_set || (o.since_set && !o.follow))
+    return print_range(c, name, &o, err);
+  if (o.since_set) { /* where that time starts, then the stream from there */
+    json_t *res;
+    if (call(c, "jail.logs",
+             json_pack("{s:s, s:I, s:I}", "name", name, "since_ns",
+                       (json_int_t)(o.since > 0 ? o.since : 1), "max", (json_int_t)0),
+             &res, err) < 0)
+      return -1;
+    offset = (uint64_t)json_integer_value(json_object_get(res, "offset"));
+    json_decref(res);
+  }
   if (o.follow)
     return follow_log(c, name, offset, &code, err);
   return print_log(c, name, &offset, err);

@@ -2,7 +2,8 @@
 # Target local, the listings as docker and podman users read them: --format with Go-template
 # fields on every listing that has --json (jail ls, jail inspect, rootfs ls, status,
 # doctor), `table` and `json`, and a bad template refused saying what and where; the
-# connections each jail's proxy refused, counted in jail ls.
+# connections each jail's proxy refused, counted in jail ls; jail logs by time (--since,
+# --until, -t), across a restart of agtd.
 #
 # Needs root and Linux (agtd).  A missing prerequisite is a failure ("Bail out!").
 set -u
@@ -72,6 +73,65 @@ run agt doctor --format 'table {{.check}}\t{{.result}}'
 like "agt doctor --format table" "$(printf '%s\n' "$OUT" | head -1)" '^CHECK +RESULT$'
 run agt doctor --format '{{.Nope}}'
 is "agt doctor: a bad field is a usage error" "$RC" 2
+
+# --- agt jail logs by time: --since, --until, --timestamps, from agtd's index of times
+wait_log() { # NAME TEXT: until the jail's log holds TEXT (10 s at most)
+  for _ in $(seq 1 100); do agt jail logs "$1" 2>/dev/null | grep -q "$2" && return 0; sleep 0.1; done
+  return 1
+}
+agt -q jail run -d --name lg -- /bin/sh -c 'echo one; sleep 2; echo two; sleep 300' >/dev/null
+wait_log lg two || bail "jail lg wrote no second line"
+STAMP='20[0-9]{2}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-6][0-9]\.[0-9]{9}Z'
+run agt jail logs -t lg
+like "agt jail logs -t: each line begins with when it was written (RFC 3339, UTC, ns)" "$OUT" "^$STAMP one$"
+like "the second line its own time" "$OUT" "^$STAMP two$"
+T1=$(printf '%s\n' "$OUT" | awk '$2 == "one" {print $1}')
+T2=$(printf '%s\n' "$OUT" | awk '$2 == "two" {print $1}')
+check "two seconds apart, as written" python3 -c "
+import datetime, sys
+p = lambda s: datetime.datetime.strptime(s[:26], '%Y-%m-%dT%H:%M:%S.%f')
+sys.exit(0 if 1.9 <= (p('$T2') - p('$T1')).total_seconds() <= 10 else 1)"
+run agt jail logs --since "$T2" lg
+is "--since TIME: the lines written since then" "$OUT" "two"
+run agt jail logs lg --until "$T1"
+is "--until TIME: those written before (a line is as old as its start)" "$OUT" "one"
+run agt jail logs --since 1h lg
+is "--since a duration, as docker takes it" "$OUT" "$(printf 'one\ntwo')"
+run agt jail logs --since "$(date -u -d "$(printf '%s' "$T2" | cut -c1-19)" +%s)" --until "$T2" lg
+is "--since a Unix time, with --until" "$OUT" "two"
+run agt jail logs --since 2099-01-01 lg
+is "--since later than any output: nothing" "$OUT" ""
+run agt jail logs --since yesterday lg
+is "--since that is not a time: a usage error" "$RC" 2
+like "saying which forms it takes" "$ERR" "^agt: --since 'yesterday' is not a time: give RFC 3339"
+run agt jail logs -f --until "$T2" lg
+is "-f with --until: a usage error" "$RC" 2
+run agt jail logs --offset 4 lg
+is "--offset BYTES keeps the byte offset" "$OUT" "two"
+
+# while agtd is down the jail's keeper writes its output and the times: nothing is lost
+agt -q jail run -d --name lr -- /bin/sh -c 'echo before; sleep 3; echo during; sleep 300' >/dev/null
+wait_log lr before || bail "jail lr wrote nothing"
+run agt down
+[ "$RC" = 0 ] || bail "agt down: $ERR"
+DOWN=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)
+sleep 4
+UP=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)
+run agt up
+[ "$RC" = 0 ] || bail "agt up again: $ERR"
+run agt jail logs --since "$DOWN" --until "$UP" -t lr
+like "after agtd restarts, the line written while it was down is there, dated then" "$OUT" "^$STAMP during$"
+is "and only that one" "$(printf '%s\n' "$OUT" | wc -l)" 1
+
+agt -q jail run -d --name lf -- /bin/sh -c 'echo a; sleep 1; echo b' >/dev/null
+run agt jail logs -f -t lf
+like "agt jail logs -f -t: stamped lines until the jail exits" "$OUT" "^$STAMP b$"
+is "all of them" "$(printf '%s\n' "$OUT" | wc -l)" 2
+agt -q jail run --name lo -- /bin/sh -c 'echo x; sleep 1.2; echo y' >/dev/null
+L2=$(agt jail logs -t lo | awk '$2 == "y" {print $1}')
+run agt jail logs -f --since "$L2" lo
+is "agt jail logs -f --since TIME" "$OUT" "y"
+agt jail rm --force lg lr lf lo >/dev/null
 
 # --- the refusals of each jail's network proxy: a column of jail ls, and a JSON field
 GET='for p in 9 19 29; do wget -q -O - http://127.0.0.1:$p/ >/dev/null 2>&1; done; true'
