@@ -45,6 +45,10 @@ enum {
   OPT_ENV,
   OPT_NET,
   OPT_ALLOW,
+  OPT_HOME,
+  OPT_USER,
+  OPT_LOCKDOWN,
+  OPT_MOUNT,
   OPT_ATTACH,
 };
 
@@ -144,6 +148,12 @@ static const struct agt_opt create_opts[] = {
     {OPT_ATTACH, "attach", NULL, "run only: attach to the jail once it runs (implies --tty)"},
     {OPT_NET, "net", "MODE", "network: none, allow (through agtd's proxy) or open (allow)"},
     {OPT_ALLOW, "allow", "HOST[:PORT]", "let the proxy reach HOST, or *.SUFFIX (repeatable)"},
+    {OPT_HOME, "home", "MODE",
+     "the jail's home: none (in its root), persistent (USER's home of AGENT), ephemeral"},
+    {OPT_USER, "user", "NAME", "whose persistent home (with --home persistent)"},
+    {OPT_LOCKDOWN, "lockdown", NULL, "an untrusted repository: ephemeral home, no mounts"},
+    {OPT_MOUNT, "mount", "PATH[:rw]",
+     "bind a guest directory or file at the same path, read-only unless :rw (repeatable)"},
     {0, NULL, NULL, NULL},
 };
 
@@ -212,6 +222,25 @@ static int create_opt(void *ctx, int key, const char *arg, agt_error_t *err)
       json_object_set_new(o->network, "allow", json_array());
     json_array_append_new(json_object_get(o->network, "allow"), json_string(arg));
     return 0;
+  case OPT_HOME:
+    json_object_set_new(o->params, "home", json_string(arg));
+    return 0;
+  case OPT_USER:
+    json_object_set_new(o->params, "user", json_string(arg));
+    return 0;
+  case OPT_LOCKDOWN:
+    json_object_set_new(o->params, "lockdown", json_true());
+    return 0;
+  case OPT_MOUNT: {
+    size_t n = strlen(arg);
+    int rw = n > 3 && strcmp(arg + n - 3, ":rw") == 0;
+    cleanup_free char *path = xstrndup(arg, rw ? n - 3 : n);
+    if (!json_object_get(o->params, "mounts"))
+      json_object_set_new(o->params, "mounts", json_array());
+    json_array_append_new(json_object_get(o->params, "mounts"),
+                          json_pack("{s:s, s:b}", "path", path, "writable", rw));
+    return 0;
+  }
   case OPT_NOFILE:
     if (agt_parse_u64("number", arg, &v, err) < 0)
       return -1;
@@ -945,6 +974,23 @@ static int cmd_rootfs(struct ctl *c, int argc, char **argv, agt_error_t *err)
   return agt_error_kind(err, AGT_E_INVALID, "unknown rootfs command '%s' (build, ls, rm)", sub);
 }
 
+static int cmd_home(struct ctl *c, int argc, char **argv, agt_error_t *err)
+{
+  const char *sub = argc > 1 ? argv[1] : "";
+  const char *method = strcmp(sub, "inspect") == 0 ? "home.inspect"
+                       : strcmp(sub, "reset") == 0 ? "home.reset"
+                                                   : NULL;
+  json_t *res;
+
+  if (method == NULL || argc != 4)
+    return agt_error_kind(err, AGT_E_INVALID, "usage: agtd ctl home inspect|reset USER AGENT");
+  if (call(c, method, json_pack("{s:s, s:s}", "user", argv[2], "agent", argv[3]), &res, err) < 0)
+    return -1;
+  print_json(res);
+  json_decref(res);
+  return 0;
+}
+
 static const struct {
   const char *name;
   int (*fn)(struct ctl *c, int argc, char **argv, agt_error_t *err);
@@ -955,6 +1001,7 @@ static const struct {
     {"jail", cmd_jail,
      "run|create|start|stop|kill|rm|ls|inspect|attach|exec|logs [-f]|net [-f]|port|wait"},
     {"rootfs", cmd_rootfs, "build MANIFEST | ls | rm REF"},
+    {"home", cmd_home, "inspect|reset USER AGENT: an agent home"},
 };
 
 static const struct agt_opt ctl_opts[] = {

@@ -14,6 +14,7 @@
 #include "cleanup.h"
 #include "daemon.h"
 #include "fsutil.h"
+#include "home.h"
 #include "jail_keep.h"
 #include "jail_warm.h"
 #include "names.h"
@@ -370,7 +371,7 @@ static char *real_or_given(const char *path)
  * (other than a directory below <state>/workspaces), not a workspace agtd made for another
  * jail, nor anything above or inside one.  ws is clean and absolute, and is opened with no
  * symlink anywhere in it, so its text is the path the kernel finds. */
-static int workspace_allowed(struct agtd_s *d, const char *ws, agt_error_t *err)
+int agt_jail_path_allowed(struct agtd_s *d, const char *what, const char *ws, agt_error_t *err)
 {
   cleanup_free char *state = real_or_given(d->cfg.state_dir);
   cleanup_free char *wsroot = real_or_given(d->workspaces_dir);
@@ -382,9 +383,9 @@ static int workspace_allowed(struct agtd_s *d, const char *ws, agt_error_t *err)
     cleanup_free char *real = real_or_given(root);
     if (strcmp(ws, root) == 0 || strcmp(ws, real) == 0)
       return agt_error_kind(err, AGT_E_INVALID,
-                            "workspace '%s' is a workspace root of agtd itself, which holds "
+                            "%s '%s' is a workspace root of agtd itself, which holds "
                             "other workspaces: name a directory below it",
-                            ws);
+                            what, ws);
   }
   for (i = 0; i < d->cfg.nworkspace_roots; i++) {
     const char *root = d->cfg.workspace_roots[i];
@@ -393,20 +394,20 @@ static int workspace_allowed(struct agtd_s *d, const char *ws, agt_error_t *err)
       break;
   }
   if (i == d->cfg.nworkspace_roots)
-    return agt_error_kind(
-        err, AGT_E_INVALID,
-        "workspace '%s' is not under a workspace root of agtd (see --workspace-root)", ws);
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "%s '%s' is not under a workspace root of agtd (see --workspace-root)",
+                          what, ws);
   if (at_or_above(ws, state))
     return agt_error_kind(err, AGT_E_INVALID,
-                          "workspace '%s' holds agtd's state directory '%s': name a directory "
+                          "%s '%s' holds agtd's state directory '%s': name a directory "
                           "that does not",
-                          ws, state);
+                          what, ws, state);
   if (at_or_above(state, ws) && !(at_or_above(wsroot, ws) && strcmp(ws, wsroot) != 0))
-    return agt_error_kind(err, AGT_E_INVALID,
-                          "workspace '%s' is inside agtd's state directory '%s'", ws, state);
+    return agt_error_kind(err, AGT_E_INVALID, "%s '%s' is inside agtd's state directory '%s'", what,
+                          ws, state);
   /* the jails' writable layers (--layers-dir may lie anywhere, a workspace root too) */
   if (layers && (at_or_above(ws, layers) || at_or_above(layers, ws)))
-    return agt_error_kind(err, AGT_E_INVALID, "workspace '%s' %s the jails' layers directory '%s'",
+    return agt_error_kind(err, AGT_E_INVALID, "%s '%s' %s the jails' layers directory '%s'", what,
                           ws, at_or_above(ws, layers) ? "holds" : "is inside", layers);
   for (agt_jail_t *o = d->jails; o; o = o->next) {
     cleanup_free char *theirs = NULL;
@@ -414,8 +415,8 @@ static int workspace_allowed(struct agtd_s *d, const char *ws, agt_error_t *err)
       continue;
     theirs = real_or_given(o->workspace);
     if (at_or_above(ws, theirs) || at_or_above(theirs, ws))
-      return agt_error_kind(err, AGT_E_INVALID,
-                            "workspace '%s' %s the workspace agtd made for jail '%s'", ws,
+      return agt_error_kind(err, AGT_E_INVALID, "%s '%s' %s the workspace agtd made for jail '%s'",
+                            what, ws,
                             strcmp(ws, theirs) == 0   ? "is"
                             : at_or_above(ws, theirs) ? "holds"
                                                       : "is inside",
@@ -464,6 +465,41 @@ static int write_identity(agt_jail_t *j, agt_error_t *err)
   return 0;
 }
 
+/* The owner of the jail's persistent home when it exists already (and is not root's). */
+static int home_owner(agt_jail_t *j, uid_t *uid, gid_t *gid)
+{
+  struct stat st;
+
+  if (lstat(j->binds.home_path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid == 0)
+    return 0;
+  *uid = st.st_uid;
+  *gid = st.st_gid;
+  return 1;
+}
+
+/* Make the jail's persistent home, or give it to the jail's user when another owned it
+ * (the same user's workspace under another owner): never while a jail runs with it. */
+static int home_prepare(agt_jail_t *j, agt_error_t *err)
+{
+  uid_t owner;
+  gid_t group;
+  agt_jail_t *o;
+
+  if (agt_home_ensure(j->binds.home_path, j->uid, j->gid, &owner, &group, err) < 0)
+    return -1;
+  if (owner == j->uid && group == j->gid)
+    return 0;
+  if ((o = agt_jail_home_user(j->d, j->binds.home_path)) != NULL)
+    return agt_error_kind(err, AGT_E_BUSY,
+                          "the home of %s's %s (%s) belongs to uid %u, which jail '%s' runs as; "
+                          "this jail's user is uid %u (its workspace's owner): stop '%s' first",
+                          j->binds.home_user, j->agent, j->binds.home_path, (unsigned)owner,
+                          o->name, (unsigned)j->uid, o->name);
+  agtd_log("home %s: from uid %u to uid %u (the owner of jail '%s''s workspace)",
+           j->binds.home_path, (unsigned)owner, (unsigned)j->uid, j->name);
+  return agt_home_chown(j->binds.home_path, j->uid, j->gid, err);
+}
+
 /* "size": [rows, cols], the terminal's first size. */
 static int parse_size(json_t *params, agt_jail_t *j, agt_error_t *err)
 {
@@ -485,8 +521,9 @@ static int parse_size(json_t *params, agt_jail_t *j, agt_error_t *err)
 static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t **out,
                        agt_error_t *err)
 {
-  static const char *const known[] = {"name", "agent",  "rootfs",  "workspace", "argv", "args",
-                                      "env",  "limits", "network", "tty",       "size", NULL};
+  static const char *const known[] = {"name", "agent",    "rootfs",  "workspace", "argv", "args",
+                                      "env",  "limits",   "network", "tty",       "size", "home",
+                                      "user", "lockdown", "mounts",  NULL};
   const char *name = NULL, *agent = "shell", *rootfs = "default", *ws = NULL;
   json_t *info = NULL;
   agt_jail_t *j = NULL;
@@ -510,7 +547,8 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
     return agt_error_kind(err, AGT_E_LIMIT, "agtd holds %u jails already (the limit)", d->njails);
   if (ws) {
     cleanup_close int fd = -1;
-    if (agt_abspath_check("workspace", ws, err) < 0 || workspace_allowed(d, ws, err) < 0)
+    if (agt_abspath_check("workspace", ws, err) < 0 ||
+        agt_jail_path_allowed(d, "workspace", ws, err) < 0)
       return -1;
     fd = agt_open_nofollow(ws, O_PATH | O_DIRECTORY, err);
     if (fd < 0)
@@ -562,6 +600,14 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
   }
   if (agt_net_policy_from_json(json_object_get(params, "network"), &j->net, err) < 0)
     goto fail;
+  if (agt_binds_from_json(d, params, j->agent, j->net.mode == AGT_NET_OPEN, &j->binds, err) < 0)
+    goto fail;
+  for (size_t i = 0; i < j->binds.nmounts; i++)
+    if (agt_jail_path_allowed(d, "mount", j->binds.mounts[i].path, err) < 0) {
+      agt_error_wrap(err, "mounts[%zu]", i);
+      goto fail;
+    }
+  agt_binds_sort(j->binds.mounts, j->binds.nmounts);
   j->env = env_build(json_object_get(params, "env"), j->net.mode == AGT_NET_ALLOW, err);
   if (j->env == NULL)
     goto fail;
@@ -582,6 +628,10 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
     j->uid = st.st_uid;
     j->gid = st.st_gid;
     j->workspace = xstrdup(ws);
+  } else if (j->binds.home_mode == AGT_HOME_PERSISTENT && home_owner(j, &j->uid, &j->gid)) {
+    /* a home kept from earlier jails: its user again, so its files stay the jail's */
+    j->workspace = ws ? xstrdup(ws) : xasprintf("%s/%s", d->workspaces_dir, name);
+    j->workspace_owned = ws == NULL;
   } else {
     j->uid = j->gid = alloc_uid(d);
     if (j->uid == 0) {
@@ -595,6 +645,9 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
       j->workspace_owned = 1;
     }
   }
+
+  if (j->binds.home_mode == AGT_HOME_PERSISTENT && home_prepare(j, err) < 0)
+    goto fail;
 
   /* Without a disk limit of its own, a jail gets 10 GiB or an eighth of the jails' disk,
    * whichever is less; what running jails may write stays within the disk (disk.h). */
@@ -684,6 +737,16 @@ int agt_jail_create_for_run(struct agtd_s *d, json_t *params, agt_jail_t **out, 
   return jail_create(d, params, 1, out, err);
 }
 
+agt_jail_t *agt_jail_home_user(struct agtd_s *d, const char *home_path)
+{
+  for (agt_jail_t *j = d->jails; j; j = j->next)
+    if (j->binds.home_mode == AGT_HOME_PERSISTENT && strcmp(j->binds.home_path, home_path) == 0 &&
+        (j->state == AGT_JAIL_STARTING || j->state == AGT_JAIL_RUNNING ||
+         j->state == AGT_JAIL_STOPPING))
+      return j;
+  return NULL;
+}
+
 int agt_jail_write_identity(agt_jail_t *j, agt_error_t *err)
 {
   return write_identity(j, err);
@@ -741,6 +804,7 @@ json_t *agt_jail_to_json(agt_jail_t *j, int full)
     json_object_set_new(o, "gid", json_integer(j->gid));
     json_object_set_new(o, "rootfs_path", json_string(j->rootfs_path));
     json_object_set_new(o, "dir", json_string(j->dir));
+    agt_binds_to_json(&j->binds, o);
     json_object_set_new(o, "log_bytes",
                         json_integer((json_int_t)(j->log.pos.base + j->log.pos.size)));
   }
@@ -767,6 +831,7 @@ int agt_jail_save(agt_jail_t *j, agt_error_t *err)
   json_object_set_new(o, "gid", json_integer(j->gid));
   json_object_set_new(o, "rootfs_path", json_string(j->rootfs_path));
   json_object_set_new(o, "workspace_owned", json_boolean(j->workspace_owned));
+  agt_binds_to_json(&j->binds, o);
   s = json_dumps(o, JSON_INDENT(2));
   json_decref(o);
   r = agt_write_file_atomic(path, s, strlen(s), 0600, err);
@@ -819,7 +884,8 @@ static int load_one(struct agtd_s *d, const char *name, agt_error_t *err)
       j->argv ? strv_from_json(json_object_get(o, "env"), "env", AGT_JAIL_ENV_MAX + 16, err) : NULL;
   lim = json_object_get(o, "limits");
   if (j->env == NULL || limits_from_json(lim, 1, &j->limits, err) < 0 ||
-      agt_net_policy_from_json(json_object_get(o, "network"), &j->net, err) < 0) {
+      agt_net_policy_from_json(json_object_get(o, "network"), &j->net, err) < 0 ||
+      agt_binds_from_record(o, &j->binds, err) < 0) {
     json_decref(o);
     agt_jail_free(j);
     return agt_error_wrap(err, "%s", path);
@@ -952,6 +1018,7 @@ void agt_jail_free_now(agt_jail_t *j)
   free(j->screen);
   free(j->exit_reason);
   agt_net_policy_release(&j->net);
+  agt_binds_release(&j->binds);
   free(j);
 }
 

@@ -15,6 +15,7 @@
 #include "cgroup.h"
 #include "egress.h"
 #include "error.h"
+#include "jail_mounts.h"
 #include "outlog.h"
 
 struct agtd_s;
@@ -47,6 +48,7 @@ struct agt_jail_limits {
 #define AGT_JAIL_ARGV_MAX 256
 #define AGT_JAIL_ENV_MAX 256
 #define AGT_JAIL_STR_MAX 4096
+#define AGT_JAIL_MOUNTS_MAX 32
 
 struct agt_jail_s {
   struct agt_jail_s *next;
@@ -66,6 +68,7 @@ struct agt_jail_s {
   struct agt_jail_limits limits;
   struct agt_net_policy net;
   time_t created;
+  struct agt_jail_binds binds; /* its home, mounts and lockdown (jail_mounts.h) */
 
   /* Paths under <state>/jails/<name>. */
   char *dir, *upper, *work, *merged, *log_path, *log_old_path, *net_log_path;
@@ -130,6 +133,12 @@ const char *agt_jail_state_name(enum agt_jail_state s);
 
 /* Records. */
 agt_jail_t *agt_jail_find(struct agtd_s *d, const char *name);
+/* May path (clean, absolute, opened with no symlink) be shown to a jail: below one of
+ * agtd's workspace roots, and nothing of agtd's state, layers or another jail's own
+ * workspace.  what names it in errors ("workspace", "mount"). */
+int agt_jail_path_allowed(struct agtd_s *d, const char *what, const char *path, agt_error_t *err);
+/* A persistent home in use by a jail that runs (or starts, or stops), else NULL. */
+agt_jail_t *agt_jail_home_user(struct agtd_s *d, const char *home_path);
 /* Create a jail record from a jail.create request's params (validated here). */
 int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_error_t *err);
 /* The same for jail.run: the jail may take a prepared jail (jail_warm.c) and start faster. */

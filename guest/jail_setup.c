@@ -274,6 +274,101 @@ static void setup_workspace(int rootfd, const struct agt_spawn_plan *p)
   close(tfd);
 }
 
+/* Make the mount point `path` (absolute) inside the new root, each missing directory
+ * root's 0755 and, for a file, an empty file at the end; found with openat2 inside the root
+ * and no symlink, so nothing planted in the upper layer can redirect it. */
+static void make_point(int rootfd, const char *path, int is_dir)
+{
+  char buf[4096];
+  size_t n = strlen(path);
+  int fd;
+
+  if (n >= sizeof buf)
+    fail("mount point too long ", path, ENAMETOOLONG);
+  memcpy(buf, path, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] != '/' && buf[i] != '\0')
+      continue;
+    char save = buf[i];
+    buf[i] = '\0';
+    fd = open_in(rootfd, buf, O_PATH);
+    if (fd < 0 && errno == ENOENT) {
+      if (save == '\0' && !is_dir) {
+        /* the file itself: created in its parent, found again through openat2 below */
+        char *slash = strrchr(buf, '/');
+        int pfd;
+        *slash = '\0';
+        pfd = open_in(rootfd, *buf ? buf : "/", O_PATH | O_DIRECTORY);
+        *slash = '/';
+        if (pfd < 0)
+          fail("open mount point's directory for ", path, errno);
+        fd = openat(pfd, slash + 1, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        close(pfd);
+        if (fd < 0)
+          fail("make mount point ", path, errno);
+      } else {
+        char *slash = strrchr(buf, '/');
+        int pfd;
+        *slash = '\0';
+        pfd = open_in(rootfd, *buf ? buf : "/", O_PATH | O_DIRECTORY);
+        *slash = '/';
+        if (pfd < 0 || (mkdirat(pfd, slash + 1, 0755) < 0 && errno != EEXIST))
+          fail("make mount point ", path, errno);
+        close(pfd);
+        fd = open_in(rootfd, buf, O_PATH);
+      }
+    }
+    if (fd < 0)
+      fail("open mount point ", path, errno);
+    close(fd);
+    buf[i] = save;
+  }
+}
+
+/* Bind src (an absolute guest path, no symlink in it) at target in the new root: its whole
+ * mount tree, every mount in it nosuid and nodev, and read-only unless writable
+ * (mount_setattr with AT_RECURSIVE: no mount below it stays writable). */
+static void bind_at(int rootfd, const char *src, const char *target, int writable)
+{
+  struct mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                        (writable ? 0 : MOUNT_ATTR_RDONLY)};
+  struct stat st;
+  int sfd, mfd, tfd;
+
+  sfd = open_nofollow(src, O_PATH);
+  if (sfd < 0)
+    fail("open mount ", src, errno);
+  if (fstat(sfd, &st) < 0)
+    fail("stat mount ", src, errno);
+  make_point(rootfd, target, S_ISDIR(st.st_mode));
+  mfd = (int)syscall(SYS_open_tree, sfd, "",
+                     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+  if (mfd < 0)
+    fail("clone the mount of ", src, errno);
+  close(sfd);
+  if (syscall(SYS_mount_setattr, mfd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
+    fail("set the mount flags of ", src, errno);
+  tfd = open_in(rootfd, target, O_PATH);
+  if (tfd < 0)
+    fail("open mount point ", target, errno);
+  if (syscall(SYS_move_mount, mfd, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) <
+      0)
+    fail("mount at ", target, errno);
+  close(tfd);
+  close(mfd);
+}
+
+/* The jail's home and the request's mounts (a cold start's; a prepared jail has none). */
+static void setup_binds(int rootfd, const struct agt_spawn_plan *p)
+{
+  for (size_t i = 0; i < p->nmounts; i++)
+    bind_at(rootfd, p->mounts[i].path, p->mounts[i].path, p->mounts[i].writable);
+  if (p->home)
+    bind_at(rootfd, p->home, "/home/agent", 1);
+  else if (p->home_tmpfs[0])
+    mount_in(rootfd, "/home/agent", "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV, p->home_tmpfs);
+}
+
 static void loopback_up(void)
 {
   struct ifreq ifr;
@@ -805,6 +900,7 @@ void agt_jail_child(const struct agt_spawn_plan *p)
       fail("mkdir /work", "", errno);
   } else {
     setup_workspace(rootfd, p);
+    setup_binds(rootfd, p);
     if (sethostname(p->hostname, strlen(p->hostname)) < 0)
       fail("sethostname", "", errno);
   }

@@ -45,6 +45,12 @@ struct agt_claim {
 };
 #define AGT_CLAIM_MAX (192u * 1024)
 
+/* A guest directory or file bound at its own path in the jail (read-only unless writable). */
+struct agt_plan_mount {
+  const char *path;
+  int writable;
+};
+
 struct agt_spawn_plan {
   int warm;     /* a prepared jail: no workspace or hostname yet, it waits for its claim */
   int realtime; /* a prepared jail: SCHED_FIFO from its ready byte to the agent's exec */
@@ -57,6 +63,10 @@ struct agt_spawn_plan {
   const char *jail_dir;  /* the overlay options are relative to it */
   const char *merged;    /* the overlay mount point */
   const char *workspace; /* bind source, an absolute guest path */
+  const char *home;      /* bound read-write at /home/agent (a persistent home), or NULL */
+  char home_tmpfs[96];   /* "": no ephemeral home; else the tmpfs options of /home/agent */
+  const struct agt_plan_mount *mounts; /* cold starts only: a prepared jail takes none */
+  size_t nmounts;
   char tmp_opts[64];
   const char *cwd;
   const char *path; /* the jail's PATH, searched for argv[0] */

@@ -189,6 +189,7 @@ int agt_jail_begin_run(agt_jail_t *j, pid_t pid, int pidfd, int keep_fd, int kee
 int agt_jail_start(agt_jail_t *j, agt_error_t *err)
 {
   struct agt_spawn_plan plan;
+  struct agt_plan_mount mounts[AGT_JAIL_MOUNTS_MAX];
   /* sync[0..1], status[2..3], out[4..5], errout[6..7]: read end first */
   int fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
   int console[2] = {-1, -1};
@@ -225,6 +226,17 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   plan.jail_dir = j->dir;
   plan.merged = j->merged;
   plan.workspace = j->workspace;
+  if (j->binds.home_mode == AGT_HOME_PERSISTENT)
+    plan.home = j->binds.home_path;
+  else if (j->binds.home_mode == AGT_HOME_EPHEMERAL)
+    snprintf(plan.home_tmpfs, sizeof plan.home_tmpfs, "mode=0700,uid=%u,gid=%u,size=%llu",
+             (unsigned)j->uid, (unsigned)j->gid, (unsigned long long)j->limits.tmp_bytes);
+  for (size_t i = 0; i < j->binds.nmounts && i < AGT_JAIL_MOUNTS_MAX; i++) {
+    mounts[i].path = j->binds.mounts[i].path;
+    mounts[i].writable = j->binds.mounts[i].writable;
+  }
+  plan.mounts = mounts;
+  plan.nmounts = j->binds.nmounts < AGT_JAIL_MOUNTS_MAX ? j->binds.nmounts : AGT_JAIL_MOUNTS_MAX;
   snprintf(plan.tmp_opts, sizeof plan.tmp_opts, "mode=1777,size=%llu",
            (unsigned long long)j->limits.tmp_bytes);
   plan.cwd = "/work";

@@ -497,7 +497,10 @@ struct agt_warm_s *agt_warm_take(struct agtd_s *d, struct agt_jail_s *j)
   struct agt_warm_s **p = &d->warm.list;
   size_t bytes = 4096; /* hostname, PATH, cwd, passwd, group, /tmp options */
 
-  if (!d->warm.enabled || j->net.mode == AGT_NET_OPEN)
+  /* a home or mounts of its own: a cold start mounts them (the claim carries the workspace
+   * only) */
+  if (!d->warm.enabled || j->net.mode == AGT_NET_OPEN || j->binds.home_mode != AGT_HOME_NONE ||
+      j->binds.nmounts > 0)
     return NULL;
   for (char **a = j->argv; a && *a; a++)
     bytes += strlen(*a) + 1;

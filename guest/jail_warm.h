@@ -2,7 +2,8 @@
  * jail.run used.  Each is a jail's init that has done everything a start does before the
  * request matters (namespaces, its cgroup, the overlay root with /proc, /dev and /tmp,
  * pivot_root) and waits for a claim (struct agt_claim in jail_setup.h).  jail.run takes one
- * when its rootfs matches and its network mode is not open: agtd renames the prepared jail's
+ * when its rootfs matches, its network mode is not open and it asks for no home or mounts
+ * of its own (those start cold): agtd renames the prepared jail's
  * directory and cgroup to the jail's, writes its limits and sends the claim with the
  * workspace's mount; the init mounts the workspace, writes the jail user's passwd and
  * group, and goes on to the agent as a cold start does.  Anything else starts cold. */

@@ -40,6 +40,8 @@ static const struct {
     {"jail.attach", agt_req_jail_attach, NEEDS_HELLO},
     {"jail.port", agt_req_jail_port, NEEDS_HELLO},
     {"jail.exec", agt_req_jail_exec, NEEDS_HELLO},
+    {"home.inspect", agt_req_home_inspect, NEEDS_HELLO},
+    {"home.reset", agt_req_home_reset, NEEDS_HELLO},
     {"rootfs.build", agt_req_rootfs_build, NEEDS_HELLO},
     {"rootfs.ls", agt_req_rootfs_ls, NEEDS_HELLO},
     {"rootfs.rm", agt_req_rootfs_rm, NEEDS_HELLO},

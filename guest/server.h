@@ -101,6 +101,8 @@ int agt_req_jail_net(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_jail_attach(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_jail_port(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_jail_exec(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_home_inspect(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_home_reset(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_rootfs_build(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_rootfs_ls(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_rootfs_rm(agt_req_t *req, json_t **result, agt_error_t *err);

@@ -884,6 +884,73 @@ static int v_mount(void)
   return 0;
 }
 
+/* ---- E18: the extra mounts a request binds in (read-only unless writable) ---------------- */
+
+/* args: a read-only directory mount, a mount below it (read-only too), a writable one and a
+ * read-only file mount; each was made world-writable on the guest, so that only the mount
+ * stops a write. */
+static int v_mounts(int argc, char **argv)
+{
+  const char *ro, *sub, *rw, *file;
+  char path[512];
+  struct agt_mount_attr ma;
+  struct statvfs sv;
+  int fd;
+
+  if (argc < 4)
+    return 2;
+  ro = argv[0];
+  sub = argv[1];
+  rw = argv[2];
+  file = argv[3];
+  snprintf(path, sizeof path, "%s/agt-new", ro);
+  try_fd("create a file in the read-only mount", open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  snprintf(path, sizeof path, "%s/agt-new", sub);
+  try_fd("create a file in a mount below the read-only one",
+         open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  try_fd("open the read-only file mount for writing", open(file, O_WRONLY | O_CLOEXEC));
+  snprintf(path, sizeof path, "%s/agt-dir", ro);
+  try_rc("mkdir in the read-only mount", mkdir(path, 0755));
+  try_mount("remount the read-only mount read-write", NULL, ro, NULL, MS_REMOUNT | MS_BIND, NULL);
+  try_mount("remount the mount below it read-write", NULL, sub, NULL, MS_REMOUNT | MS_BIND, NULL);
+  try_mount("remount the file mount read-write", NULL, file, NULL, MS_REMOUNT | MS_BIND, NULL);
+  try_mount("remount the writable mount with suid,dev", NULL, rw, NULL, MS_REMOUNT | MS_BIND, NULL);
+  memset(&ma, 0, sizeof ma);
+  ma.attr_clr = 0x1; /* MOUNT_ATTR_RDONLY */
+  try_rc("mount_setattr(read-only mount, AT_RECURSIVE, clear RDONLY)",
+         syscall(SYS_mount_setattr, AT_FDCWD, ro, 0x8000, &ma, sizeof ma));
+  try_rc("umount2(read-only mount, MNT_DETACH)", umount2(ro, MNT_DETACH));
+  try_rc("umount2(the mount below it, MNT_DETACH)", umount2(sub, MNT_DETACH));
+  try_fd("open_tree(read-only mount, OPEN_TREE_CLONE)",
+         syscall(SYS_open_tree, AT_FDCWD, ro, 1 /* OPEN_TREE_CLONE */ | 0x8000));
+  try_mount("bind the read-only mount again elsewhere", ro, "/tmp", NULL, MS_BIND, NULL);
+  if (statvfs(ro, &sv) == 0 && (sv.f_flag & ST_RDONLY))
+    blocked("the read-only mount is still read-only");
+  else
+    escaped("the read-only mount is writable");
+  if (statvfs(sub, &sv) == 0 && (sv.f_flag & ST_RDONLY))
+    blocked("the mount below it is read-only");
+  else
+    escaped("the mount below the read-only one is writable");
+  if (statvfs(file, &sv) == 0 && (sv.f_flag & ST_RDONLY))
+    blocked("the file mount is read-only");
+  else
+    escaped("the file mount is writable");
+  if (statvfs(rw, &sv) == 0 && (sv.f_flag & ST_NOSUID) && (sv.f_flag & ST_NODEV))
+    blocked("the writable mount is nosuid,nodev");
+  else
+    escaped("the writable mount allows setuid or devices");
+  snprintf(path, sizeof path, "%s/agt-written", rw);
+  fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    info("the writable mount takes writes, as it should");
+    close(fd);
+  } else {
+    info("the writable mount refused a write: %s", en(errno));
+  }
+  return 0;
+}
+
 /* ---- E7: open_by_handle_at / name_to_handle_at ("shocker") ------------------------------- */
 
 static int v_handle(void)
@@ -2692,31 +2759,19 @@ int main(int argc, char **argv)
     int (*fn)(int argc, char **argv);
     int (*fn0)(void);
   } verbs[] = {
-      {"chroot", 1, NULL, v_chroot},
-      {"fds", 1, NULL, v_fds},
-      {"proc", 1, v_proc, NULL},
-      {"ptrace", 0, v_ptrace, NULL},
-      {"mknod", 0, NULL, v_mknod},
-      {"mount", 0, NULL, v_mount},
-      {"handle", 1, NULL, v_handle},
-      {"unix", 0, v_unix, NULL},
-      {"abstract", 0, v_abstract, NULL},
-      {"tty", 0, NULL, v_tty},
-      {"race", 0, v_race, NULL},
-      {"writes", 0, NULL, v_writes},
-      {"setuid", 0, NULL, v_setuid},
-      {"euid", 0, NULL, v_euid},
-      {"ns", 0, NULL, v_ns},
-      {"syscalls", 0, NULL, v_syscalls},
-      {"signals", 0, v_signals, NULL},
-      {"forkbomb", 0, v_forkbomb, NULL},
-      {"memhog", 0, v_memhog, NULL},
-      {"diskfill", 0, v_diskfill, NULL},
-      {"fdbomb", 0, v_fdbomb, NULL},
-      {"realtime", 0, NULL, v_realtime},
-      {"net", 0, v_net, NULL},
-      {"xjail", 0, v_xjail, NULL},
-      {"sleep", 0, v_sleep, NULL},
+      {"chroot", 1, NULL, v_chroot},     {"fds", 1, NULL, v_fds},
+      {"proc", 1, v_proc, NULL},         {"ptrace", 0, v_ptrace, NULL},
+      {"mknod", 0, NULL, v_mknod},       {"mount", 0, NULL, v_mount},
+      {"mounts", 0, v_mounts, NULL},     {"handle", 1, NULL, v_handle},
+      {"unix", 0, v_unix, NULL},         {"abstract", 0, v_abstract, NULL},
+      {"tty", 0, NULL, v_tty},           {"race", 0, v_race, NULL},
+      {"writes", 0, NULL, v_writes},     {"setuid", 0, NULL, v_setuid},
+      {"euid", 0, NULL, v_euid},         {"ns", 0, NULL, v_ns},
+      {"syscalls", 0, NULL, v_syscalls}, {"signals", 0, v_signals, NULL},
+      {"forkbomb", 0, v_forkbomb, NULL}, {"memhog", 0, v_memhog, NULL},
+      {"diskfill", 0, v_diskfill, NULL}, {"fdbomb", 0, v_fdbomb, NULL},
+      {"realtime", 0, NULL, v_realtime}, {"net", 0, v_net, NULL},
+      {"xjail", 0, v_xjail, NULL},       {"sleep", 0, v_sleep, NULL},
       {"proxy", 0, v_proxy, NULL},
   };
   const char *v = argc > 1 ? argv[1] : "";

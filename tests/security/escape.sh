@@ -98,6 +98,32 @@ attack mknod "E5 mknod char and block" -- /bin/attack mknod
 attack mount "E6 mount, umount2, remount, pivot_root, new mount API" -- /bin/attack mount
 attack handle "E7 open_by_handle_at / name_to_handle_at" -- /bin/attack handle "$T"
 
+# E18: the mounts a request binds in.  Each source is writable by anyone on the guest, so
+# only the mount can stop the jail's writes; a tmpfs mounted below the read-only one must be
+# read-only in the jail too.  Paths with '..' or a symlink are refused before any jail runs.
+MNT=$T/e18
+mkdir -p "$MNT/ro/sub" "$MNT/rw" "$MNT/real"
+echo file >"$MNT/file"
+mount -t tmpfs -o size=1M,mode=0777 tmpfs "$MNT/ro/sub"
+chmod 777 "$MNT/ro" "$MNT/rw"
+chmod 666 "$MNT/file"
+attack mounts "E18 extra mounts: writes, remount, umount, mount_setattr, open_tree" \
+  --mount "$MNT/ro" --mount "$MNT/rw:rw" --mount "$MNT/file" -- \
+  /bin/attack mounts "$MNT/ro" "$MNT/ro/sub" "$MNT/rw" "$MNT/file"
+is "E18 the read-only mount's source is unchanged on the guest" "$(ls -A "$MNT/ro" "$MNT/ro/sub" | tr '\n' ' ')" "$MNT/ro: sub  $MNT/ro/sub: "
+check "E18 the writable mount was written through" test -e "$MNT/rw/agt-written"
+umount "$MNT/ro/sub"
+ln -s "$MNT/real" "$MNT/link"
+ln -s / "$MNT/real/root"
+for bad in "$MNT/ro/../rw" "$MNT/link" "$MNT/real/root/etc" "$MNT/./ro" "$STATE/jails"; do
+  if ctl jail run --name e18bad --rootfs "$R" --mount "$bad" -- true >/dev/null 2>"$T/e18bad.err"; then
+    not_ok "E18 a mount of '$bad' is refused"
+    ctl jail rm e18bad --force >/dev/null 2>&1
+  else
+    ok "E18 a mount of '$bad' is refused: $(head -1 "$T/e18bad.err")"
+  fi
+done
+
 # E8: unix sockets of the guest (one abstract socket made here, agtd's own socket path),
 # AF_VSOCK, netlink.
 GUEST_ABS=agt-sec-guest-$$
