@@ -107,6 +107,7 @@ int cmd_template(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 int cmd_config(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 int cmd_jail(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 int cmd_rootfs(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
+int cmd_agents(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 int cmd_verify(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 int cmd_completion(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);

@@ -40,6 +40,8 @@ enum {
   OPT_ENV_FILE,
   OPT_CPUS,
   OPT_RM,
+  OPT_ADD_DIR,
+  OPT_LOCKDOWN,
 };
 
 static const char *str(json_t *o, const char *key)
@@ -246,6 +248,12 @@ static const struct agt_opt run_opts[] = {
     {OPT_CPUS, "cpus", "CORES",
      "CPU limit in cores, e.g. 1.5, or unlimited (jail.limits.cpu, in thousandths)"},
     {OPT_RM, "rm", NULL, "remove the jail when it exits (agt waits for it: not with -d)"},
+    {OPT_ADD_DIR, "add-dir", "PATH[:rw]",
+     "bind a directory or file into the jail at the same path, read-only unless :rw "
+     "(repeatable; added to jail.mounts)"},
+    {OPT_LOCKDOWN, "lockdown", NULL,
+     "for an untrusted repository: a throwaway home, no variables, no mounts, network only "
+     "to the agent's default hosts"},
     {OPT_NOFILE, "nofile", "N", "open file limit (jail.limits.nofile)"},
     {OPT_TMP, "tmp", "SIZE", "size of the jail's /tmp (jail.limits.tmp)"},
     {OPT_LOG, "log", "SIZE", "output kept on disk (jail.limits.log)"},
@@ -271,7 +279,12 @@ struct run_opts {
   json_t *params, *limits, *env, *allow;
   const char *workspace, *net, *keys;
   int json, detach, tty, rm;
-  char *shown; /* the workspace on this machine, for the run's first line */
+  char *shown;      /* the workspace on this machine, for the run's first line */
+  json_t *add_dirs; /* --add-dir, as given */
+  int lockdown;
+  const char *env_flag; /* the first of --env or --env-file given, if any */
+  size_t env_config;    /* variables from jail.env */
+  json_t *mount_from;   /* for each of params.mounts: where it was asked ("--add-dir", FILE:LINE) */
 };
 
 /* memory, pids and cpu may be "unlimited" (0 is refused); the others are numbers. */
@@ -377,9 +390,19 @@ static int run_opt(void *ctx, int key, const char *arg, agt_error_t *err)
     o->workspace = arg;
     return 0;
   case 'e':
+    o->env_flag = o->env_flag ? o->env_flag : "--env";
     return set_env(o, "--env", arg, err);
   case OPT_ENV_FILE:
+    o->env_flag = o->env_flag ? o->env_flag : "--env-file";
     return set_env_file(o, arg, err);
+  case OPT_ADD_DIR:
+    if (*arg == '\0')
+      return agt_error_kind(err, AGT_E_INVALID, "--add-dir takes a PATH");
+    json_array_append_new(o->add_dirs, json_string(arg));
+    return 0;
+  case OPT_LOCKDOWN:
+    o->lockdown = 1;
+    return 0;
   case OPT_MEMORY:
     return set_limit(o, "memory", arg, 1, err);
   case OPT_TMP:
@@ -623,6 +646,159 @@ static int pick_workspace(struct run_opts *o, agt_error_t *err)
   return 0;
 }
 
+/* One mount's path as agtd sees it: target local, the path itself (symlinks and '..'
+ * resolved here); Lima, through the VM's mount holding it (a writable mount needs a
+ * writable VM mount); ssh, as given (it must be absolute). */
+static int mount_guest_path(struct run_opts *o, const char *what, const char *path, int writable,
+                            char **out, agt_error_t *err)
+{
+  struct agt_ctx *c = o->c;
+  const struct agt_cfg_mount *m;
+  cleanup_free char *real = NULL;
+
+  if (c->target.kind == AGT_TARGET_SSH) {
+    if (path[0] != '/')
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "%s '%s': give the absolute path on the target host", what, path);
+    *out = xstrdup(path);
+    return 0;
+  }
+  real = realpath(path, NULL);
+  if (real == NULL)
+    return agt_error_make(err, errno, "%s '%s'", what, path);
+  if (c->target.kind == AGT_TARGET_LOCAL) {
+    *out = steal_pointer(&real);
+    return 0;
+  }
+  m = mount_of(&c->cfg, real);
+  if (m == NULL || strcmp(real, m->location) == 0) {
+    cleanup_free char *advice = mount_advice(real);
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "%s '%s' is not in a directory the VM mounts, so no jail can see it. "
+                          "Add %sthen 'agt delete && agt up'",
+                          what, real, advice);
+  }
+  if (writable && !m->writable) {
+    cleanup_free char *where = agt_cfg_origin_str(&m->origin);
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "%s '%s' is writable, in a mount the VM has read-only (%s in vm.mounts): "
+                          "set 'writable: true' there, or mount it read-only",
+                          what, real, where);
+  }
+  *out = guest_path(m, real);
+  return 0;
+}
+
+/* params.mounts from jail.mounts, then --add-dir; mount_from says where each came from, so
+ * that agtd's "mounts[N]: ..." can name the config line or the flag. */
+static int mount_params(struct run_opts *o, agt_error_t *err)
+{
+  const struct agt_config *cfg = &o->c->cfg;
+  json_t *mounts = json_array(), *v;
+  size_t i;
+
+  for (i = 0; i < cfg->njmounts; i++) {
+    cleanup_free char *where = agt_cfg_origin_str(&cfg->jmounts[i].origin);
+    cleanup_free char *what = xasprintf("jail.mounts (%s)", where);
+    char *guest = NULL;
+    if (mount_guest_path(o, what, cfg->jmounts[i].path, cfg->jmounts[i].writable, &guest, err) <
+        0) {
+      json_decref(mounts);
+      return -1;
+    }
+    json_array_append_new(
+        mounts, json_pack("{s:s, s:b}", "path", guest, "writable", cfg->jmounts[i].writable));
+    json_array_append_new(o->mount_from, json_string(what));
+    free(guest);
+  }
+  json_array_foreach(o->add_dirs, i, v)
+  {
+    const char *arg = json_string_value(v);
+    size_t n = strlen(arg);
+    int rw = n > 3 && strcmp(arg + n - 3, ":rw") == 0;
+    cleanup_free char *path = xstrndup(arg, rw ? n - 3 : n);
+    char *guest = NULL;
+    if (mount_guest_path(o, "--add-dir", path, rw, &guest, err) < 0) {
+      json_decref(mounts);
+      return -1;
+    }
+    json_array_append_new(mounts, json_pack("{s:s, s:b}", "path", guest, "writable", rw));
+    json_array_append_new(o->mount_from, json_string("--add-dir"));
+    free(guest);
+  }
+  if (json_array_size(mounts))
+    json_object_set(o->params, "mounts", mounts);
+  json_decref(mounts);
+  return 0;
+}
+
+/* agtd names a bad mount by its place in the request ("mounts[2] ..."): say which config
+ * line or flag asked for it. */
+static void mount_error_origin(struct run_opts *o, agt_error_t *err)
+{
+  const char *p = strstr((*err)->msg, "mounts[");
+  json_t *from;
+  char *msg;
+
+  if (p == NULL)
+    return;
+  from = json_array_get(o->mount_from, strtoul(p + 7, NULL, 10));
+  if (from == NULL)
+    return;
+  msg = xasprintf("%s (the mount from %s)", (*err)->msg, json_string_value(from));
+  free((*err)->msg);
+  (*err)->msg = msg;
+}
+
+/* --lockdown: nothing of the user's reaches the jail but the workspace.  No variables (the
+ * flags that give some are refused; jail.env is left out), no mounts (--add-dir refused,
+ * jail.mounts left out), a throwaway home (agtd's), and the network of the agent's own
+ * defaults: mode allow, only the hosts agt lists for the agent (the user's and the
+ * repository's agents.AGENT.allow entries left out, --allow and --net open refused). */
+static int lockdown_params(struct run_opts *o, const char *agent, agt_error_t *err)
+{
+  const struct agt_cfg_agent *a = agt_config_agent(&o->c->cfg, agent);
+  json_t *net, *allow = json_array();
+  size_t left = 0;
+
+  if (o->env_flag)
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "%s with --lockdown: a lockdown jail gets no variables (no secrets)",
+                          o->env_flag);
+  if (json_array_size(o->add_dirs))
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "--add-dir with --lockdown: a lockdown jail gets no mounts");
+  if (json_array_size(o->allow))
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "--allow with --lockdown: a lockdown jail reaches only the agent's "
+                          "default hosts");
+  if (o->net && strcmp(o->net, "open") == 0)
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "--net open with --lockdown: a lockdown jail reaches only the agent's "
+                          "default hosts");
+  json_object_clear(o->env);
+  if (o->env_config)
+    agt_note(o->c, "lockdown: the %zu variable%s of jail.env not passed", o->env_config,
+             o->env_config == 1 ? "" : "s");
+  if (o->c->cfg.njmounts)
+    agt_note(o->c, "lockdown: the %zu mount%s of jail.mounts not made", o->c->cfg.njmounts,
+             o->c->cfg.njmounts == 1 ? "" : "s");
+  for (size_t i = 0; a && i < a->nallow; i++) {
+    if (a->allow[i].origin.src == AGT_CFG_DEFAULT)
+      json_array_append_new(allow, json_string(a->allow[i].text));
+    else
+      left++;
+  }
+  if (left)
+    agt_note(o->c, "lockdown: %zu host%s of agents.%s.allow from the config not allowed", left,
+             left == 1 ? "" : "s", agent);
+  net = json_pack("{s:s, s:o}", "mode", o->net && strcmp(o->net, "none") == 0 ? "none" : "allow",
+                  "allow", allow);
+  json_object_set_new(o->params, "network", net);
+  json_object_set_new(o->params, "lockdown", json_true());
+  return 0;
+}
+
 static char *random_name(const char *agent)
 {
   unsigned char b[3] = {0};
@@ -665,6 +841,7 @@ static int from_config(struct run_opts *o, agt_error_t *err)
     if (set_env(o, what, e->text, err) < 0)
       return -1;
   }
+  o->env_config = json_object_size(o->env);
   return 0;
 }
 
@@ -743,6 +920,24 @@ static void say_policy(struct run_opts *o, const char *agent, json_t *res)
           name);
 }
 
+/* After the policy: a lockdown, and the mounts beside the workspace. */
+static void say_binds(struct run_opts *o, const char *name)
+{
+  json_t *m;
+  size_t i;
+
+  if (o->c->quiet)
+    return;
+  if (o->lockdown)
+    fprintf(stderr, "agt: jail %s: lockdown: a throwaway home, no variables, no mounts\n", name);
+  json_array_foreach(json_object_get(o->params, "mounts"), i, m)
+  {
+    fprintf(stderr, "agt: jail %s: %s at the same path, %s (%s)\n", name, str(m, "path"),
+            json_is_true(json_object_get(m, "writable")) ? "writable" : "read-only",
+            json_string_value(json_array_get(o->mount_from, i)));
+  }
+}
+
 /* Connections the jail's proxy refused so far: how many, and the first one's host and
  * reason (into first). */
 static size_t net_refused(struct agt_ctx *c, const char *name, char *first, size_t n)
@@ -795,9 +990,24 @@ static void say_refused(struct agt_ctx *c, const char *name)
 
 static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, agt_error_t *err)
 {
-  struct run_opts o = {
-      c, json_object(), json_object(), json_object(), json_array(), NULL, NULL, NULL, 0, 0, -1,
-      0, NULL};
+  struct run_opts o = {c,
+                       json_object(),
+                       json_object(),
+                       json_object(),
+                       json_array(),
+                       NULL,
+                       NULL,
+                       NULL,
+                       0,
+                       0,
+                       -1,
+                       0,
+                       NULL,
+                       json_array(),
+                       0,
+                       NULL,
+                       0,
+                       json_array()};
   const char *agent = agt_config_get(&c->cfg, AGT_CFG_JAIL_AGENT);
   struct agt_detach_keys keys;
   json_t *res = NULL;
@@ -844,9 +1054,21 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
   }
   if (json_object_size(o.limits))
     json_object_set(o.params, "limits", o.limits);
+  if (o.lockdown) {
+    if (lockdown_params(&o, agent, err) < 0)
+      goto out;
+  } else {
+    network_params(&o, agent);
+    if (mount_params(&o, err) < 0)
+      goto out;
+    if (strcmp(agt_config_get(&c->cfg, AGT_CFG_JAIL_HOME), "persistent") == 0) {
+      cleanup_free char *user = agt_home_user();
+      json_object_set_new(o.params, "home", json_string("persistent"));
+      json_object_set_new(o.params, "user", json_string(user));
+    }
+  }
   if (json_object_size(o.env))
     json_object_set(o.params, "env", o.env);
-  network_params(&o, agent);
   if (o.keys == NULL)
     o.keys = agt_config_get(&c->cfg, AGT_CFG_JAIL_DETACH_KEYS);
   if (agt_detach_keys_parse(o.keys, &keys, err) < 0)
@@ -871,10 +1093,12 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
       free((*err)->msg);
       (*err)->msg = msg;
     }
+    mount_error_origin(&o, err);
     agt_error_wrap(err, "jail '%s'", str(o.params, "name"));
     goto out;
   }
   say_policy(&o, agent, res);
+  say_binds(&o, str(res, "name"));
   if (!create && !o.detach && !o.json) {
     int detached = 0;
     r = watch_jail(c, str(res, "name"), 0, interactive && tty, &keys, o.keys, &detached, err);
@@ -913,6 +1137,8 @@ out:
   json_decref(o.limits);
   json_decref(o.env);
   json_decref(o.allow);
+  json_decref(o.add_dirs);
+  json_decref(o.mount_from);
   return r;
 }
 

@@ -66,6 +66,7 @@ static const struct key_desc keys[AGT_CFG_NKEYS] = {
     [AGT_CFG_JAIL_AGENT] = {"jail.agent", T_ENUM, "shell|opencode"},
     [AGT_CFG_JAIL_ROOTFS] = {"jail.rootfs", T_STR, NULL},
     [AGT_CFG_JAIL_DETACH_KEYS] = {"jail.detach_keys", T_KEYS, NULL},
+    [AGT_CFG_JAIL_HOME] = {"jail.home", T_ENUM, "persistent|none"},
     [AGT_CFG_JAIL_MEMORY] = {"jail.limits.memory", T_LIMIT_SIZE, NULL},
     [AGT_CFG_JAIL_PIDS] = {"jail.limits.pids", T_LIMIT_UINT, NULL},
     [AGT_CFG_JAIL_CPU] = {"jail.limits.cpu", T_LIMIT_UINT, NULL},
@@ -78,6 +79,7 @@ static const struct key_desc keys[AGT_CFG_NKEYS] = {
 /* List keys: their items append. */
 #define KEY_MOUNTS "vm.mounts"
 #define KEY_ENV "jail.env"
+#define KEY_JMOUNTS "jail.mounts"
 /* agents.NAME.{net,allow}: a section per agent profile. */
 #define KEY_AGENTS "agents"
 #define NET_MODES "none|allow|open"
@@ -274,6 +276,7 @@ void agt_config_init(struct agt_config *c)
   set_text(&c->v[AGT_CFG_JAIL_AGENT], xstrdup("shell"), &def);
   set_text(&c->v[AGT_CFG_JAIL_ROOTFS], xstrdup("default"), &def);
   set_text(&c->v[AGT_CFG_JAIL_DETACH_KEYS], xstrdup(AGT_DETACH_KEYS_DEFAULT), &def);
+  set_text(&c->v[AGT_CFG_JAIL_HOME], xstrdup("persistent"), &def);
   for (size_t i = 0; i < sizeof default_allow / sizeof default_allow[0]; i++) {
     struct agt_cfg_agent *a = agent_get(c, default_allow[i].agent);
     a->allow = xrealloc(a->allow, (a->nallow + 1) * sizeof *a->allow);
@@ -295,6 +298,9 @@ void agt_config_release(struct agt_config *c)
   for (size_t i = 0; i < c->nenv; i++)
     free(c->env[i].text);
   free(c->env);
+  for (size_t i = 0; i < c->njmounts; i++)
+    free(c->jmounts[i].path);
+  free(c->jmounts);
   for (size_t i = 0; i < c->nagents; i++) {
     struct agt_cfg_agent *a = &c->agents[i];
     free(a->name);
@@ -463,6 +469,57 @@ static int load_env(struct loader *l, yaml_node_t *n, agt_error_t *err)
   return 0;
 }
 
+/* jail.mounts entries: PATH (read-only) or {path, writable}.  A repository's overlay may
+ * name only paths inside the repository: it could otherwise show the jails of a project the
+ * user merely cloned their ~/.ssh or ~/.aws. */
+static int load_jmount(struct loader *l, yaml_node_t *n, agt_error_t *err)
+{
+  static const char *const known[] = {"path", "writable", NULL};
+  struct agt_cfg_jmount m = {NULL, 0, origin_of(l, n)};
+  const char *path = NULL;
+
+  if (n->type == YAML_SCALAR_NODE) {
+    path = agt_yaml_scalar(n);
+  } else if (n->type == YAML_MAPPING_NODE) {
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+      yaml_node_t *kn = agt_yaml_node(l->y, p->key);
+      const char *k = agt_yaml_scalar(kn);
+      const char *const *q;
+      for (q = known; k && *q; q++)
+        if (strcmp(*q, k) == 0)
+          break;
+      if (k == NULL || *q == NULL)
+        return agt_yaml_error(l->y, kn, err, "unknown key '%s[].%s' (path, writable)", KEY_JMOUNTS,
+                              k ? k : "?");
+    }
+    if (agt_yaml_get_str(l->y, n, "path", &path, err) < 0 ||
+        agt_yaml_get_bool(l->y, n, "writable", &m.writable, err) < 0)
+      return -1;
+  } else {
+    return agt_yaml_error(l->y, n, err, "each of '%s' is a path or {path, writable}", KEY_JMOUNTS);
+  }
+  if (path == NULL || *path == '\0')
+    return agt_yaml_error(l->y, n, err, "'%s' entry needs a path", KEY_JMOUNTS);
+  m.path = agt_expand_path(path, l->base);
+  if (l->overlay) {
+    size_t b = strlen(l->base);
+    int dots = strstr(m.path, "/../") != NULL ||
+               (strlen(m.path) >= 3 && strcmp(m.path + strlen(m.path) - 3, "/..") == 0);
+    if (dots || strncmp(m.path, l->base, b) != 0 || (m.path[b] != '/' && m.path[b] != '\0')) {
+      agt_yaml_error(l->y, n, err,
+                     "'%s' entry '%s' is outside the repository '%s': a repository's "
+                     ".agt/config.yaml may mount only its own files (the user's config may "
+                     "mount any)",
+                     KEY_JMOUNTS, path, l->base);
+      free(m.path);
+      return -1;
+    }
+  }
+  l->c->jmounts = xrealloc(l->c->jmounts, (l->c->njmounts + 1) * sizeof *l->c->jmounts);
+  l->c->jmounts[l->c->njmounts++] = m;
+  return 0;
+}
+
 static int load_list(struct loader *l, const char *path, yaml_node_t *n, agt_error_t *err)
 {
   yaml_node_item_t *it;
@@ -473,7 +530,9 @@ static int load_list(struct loader *l, const char *path, yaml_node_t *n, agt_err
     return agt_yaml_error(l->y, n, err, "'%s' must be a list", path);
   for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
     yaml_node_t *item = agt_yaml_node(l->y, *it);
-    int r = strcmp(path, KEY_MOUNTS) == 0 ? load_mount(l, item, err) : load_env(l, item, err);
+    int r = strcmp(path, KEY_MOUNTS) == 0    ? load_mount(l, item, err)
+            : strcmp(path, KEY_JMOUNTS) == 0 ? load_jmount(l, item, err)
+                                             : load_env(l, item, err);
     if (r < 0)
       return -1;
   }
@@ -641,7 +700,8 @@ static int load_map(struct loader *l, const char *prefix, yaml_node_t *map, agt_
         break;
     if (k < AGT_CFG_NKEYS)
       r = load_scalar(l, (enum agt_cfg_key)k, vn, err);
-    else if (strcmp(path, KEY_MOUNTS) == 0 || strcmp(path, KEY_ENV) == 0)
+    else if (strcmp(path, KEY_MOUNTS) == 0 || strcmp(path, KEY_ENV) == 0 ||
+             strcmp(path, KEY_JMOUNTS) == 0)
       r = load_list(l, path, vn, err);
     else if (strcmp(path, KEY_AGENTS) == 0)
       r = load_agents(l, vn, err);
@@ -852,6 +912,11 @@ static void show_lists_after(const struct agt_config *c, enum agt_cfg_key k, FIL
     fprintf(f, "  env:%s\n", c->nenv ? "" : " []");
     for (size_t i = 0; i < c->nenv; i++)
       put_line(f, 4, "-", c->env[i].text, &c->env[i].origin);
+    fprintf(f, "  mounts:%s\n", c->njmounts ? "" : " []");
+    for (size_t i = 0; i < c->njmounts; i++) {
+      put_line(f, 4, "- path:", c->jmounts[i].path, &c->jmounts[i].origin);
+      fprintf(f, "      writable: %s\n", c->jmounts[i].writable ? "true" : "false");
+    }
   }
 }
 
@@ -900,7 +965,7 @@ void agt_config_show(const struct agt_config *c, FILE *f)
 void agt_config_show_json(const struct agt_config *c, FILE *f)
 {
   json_t *o = json_object(), *mounts = json_array(), *env = json_array(), *files = json_array();
-  json_t *agents = json_object();
+  json_t *agents = json_object(), *jmounts = json_array();
   char *s;
 
   for (int k = 0; k < AGT_CFG_NKEYS; k++) {
@@ -925,6 +990,11 @@ void agt_config_show_json(const struct agt_config *c, FILE *f)
     cleanup_free char *where = agt_cfg_origin_str(&c->env[i].origin);
     json_array_append_new(env, json_pack("{s:s, s:s}", "value", c->env[i].text, "from", where));
   }
+  for (size_t i = 0; i < c->njmounts; i++) {
+    cleanup_free char *where = agt_cfg_origin_str(&c->jmounts[i].origin);
+    json_array_append_new(jmounts, json_pack("{s:s, s:b, s:s}", "path", c->jmounts[i].path,
+                                             "writable", c->jmounts[i].writable, "from", where));
+  }
   for (size_t i = 0; i < c->nagents; i++) {
     const struct agt_cfg_agent *a = &c->agents[i];
     json_t *allow = json_array(), *net = json_null();
@@ -943,6 +1013,7 @@ void agt_config_show_json(const struct agt_config *c, FILE *f)
     json_array_append_new(files, json_string(c->files[i]));
   json_object_set_new(o, KEY_MOUNTS, mounts);
   json_object_set_new(o, KEY_ENV, env);
+  json_object_set_new(o, KEY_JMOUNTS, jmounts);
   json_object_set_new(o, KEY_AGENTS, agents);
   json_object_set_new(o, "files", files);
   s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);

@@ -40,6 +40,13 @@ struct agt_cfg_mount {
   struct agt_cfg_origin origin;
 };
 
+/* jail.mounts: a guest directory or file bound into every jail at the same path. */
+struct agt_cfg_jmount {
+  char *path; /* absolute, as this machine sees it (~ and relative paths resolved) */
+  int writable;
+  struct agt_cfg_origin origin;
+};
+
 struct agt_cfg_item {
   char *text;
   struct agt_cfg_origin origin;
@@ -82,6 +89,7 @@ enum agt_cfg_key {
   AGT_CFG_JAIL_AGENT,
   AGT_CFG_JAIL_ROOTFS,
   AGT_CFG_JAIL_DETACH_KEYS,
+  AGT_CFG_JAIL_HOME,
   AGT_CFG_JAIL_MEMORY,
   AGT_CFG_JAIL_PIDS,
   AGT_CFG_JAIL_CPU,
@@ -98,6 +106,8 @@ struct agt_config {
   size_t nmounts;
   struct agt_cfg_item *env; /* jail.env: "NAME=VALUE", or "NAME" (from agt's environment) */
   size_t nenv;
+  struct agt_cfg_jmount *jmounts; /* jail.mounts */
+  size_t njmounts;
   struct agt_cfg_agent *agents; /* agents.NAME, in the order they first appear */
   size_t nagents;
   char **files; /* every file loaded, in order (origins point into these) */

@@ -34,6 +34,7 @@ static const struct agt_cmd commands[] = {
     {"jail", cmd_jail, AGT_NEED_TARGET,
      "run, attach, exec, logs, net, port, ls, stop, rm, ...: the agents' jails"},
     {"rootfs", cmd_rootfs, AGT_NEED_TARGET, "build, ls, rm: the jails' root filesystems"},
+    {"agents", cmd_agents, AGT_NEED_TARGET, "home: an agent's home kept on the target"},
     {"verify", cmd_verify, AGT_NEED_TARGET,
      "run N opencode jails at once against a test model and check them"},
     {"completion", cmd_completion, 0, "a completion script for bash, zsh or fish"},

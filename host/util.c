@@ -1,6 +1,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -183,4 +184,29 @@ int agt_path_under(const char *path, const char *dir)
   if (strcmp(dir, "/") == 0)
     return path[0] == '/';
   return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+char *agt_home_user(void)
+{
+  struct passwd *pw = getpwuid(getuid());
+  const char *name = pw && pw->pw_name && *pw->pw_name ? pw->pw_name : getenv("USER");
+  char *out;
+  size_t n;
+
+  if (name == NULL || *name == '\0')
+    name = "user";
+  n = strlen(name);
+  if (n > 63)
+    n = 63;
+  out = xstrndup(name, n);
+  for (char *p = out; *p; p++) {
+    if (*p >= 'A' && *p <= 'Z')
+      *p = (char)(*p - 'A' + 'a');
+    else if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' ||
+               *p == '-'))
+      *p = '-';
+  }
+  if (!((out[0] >= 'a' && out[0] <= 'z') || (out[0] >= '0' && out[0] <= '9')))
+    out[0] = 'u';
+  return out;
 }

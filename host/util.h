@@ -33,5 +33,8 @@ char *agt_cache_dir(void);
 const char *agt_human_bytes(unsigned long long n, char *buf, size_t len);
 /* Whether path is dir itself or below it (both absolute, no trailing slash). */
 int agt_path_under(const char *path, const char *dir);
+/* The name agtd keeps this user's agent homes under: the login name, lower case, with
+ * anything but [a-z0-9._-] turned into '-' (a name as jail names are); newly allocated. */
+char *agt_home_user(void);
 
 #endif
