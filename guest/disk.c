@@ -523,6 +523,48 @@ fail_layer:
   return -1;
 }
 
+int agt_disk_home_make(struct agt_disk *dk, const char *path, agt_error_t *err)
+{
+  cleanup_free char *parent = xstrdup(path);
+  char *slash = strrchr(parent, '/');
+  cleanup_close int dfd = -1;
+  struct btrfs_ioctl_vol_args va;
+
+  if (!dk->enabled) {
+    if (mkdir(path, 0700) < 0)
+      return agt_error_make(err, errno, "mkdir '%s'", path);
+    return 0;
+  }
+  *slash = '\0';
+  dfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (dfd < 0)
+    return agt_error_make(err, errno, "open '%s'", parent);
+  memset(&va, 0, sizeof va);
+  if (strlen(slash + 1) >= sizeof va.name)
+    return agt_error_kind(err, AGT_E_INVALID, "home name '%s' too long", slash + 1);
+  memcpy(va.name, slash + 1, strlen(slash + 1));
+  if (ioctl(dfd, BTRFS_IOC_SUBVOL_CREATE, &va) < 0)
+    return agt_error_make(err, errno, "create the subvolume '%s'", path);
+  if (chmod(path, 0700) < 0)
+    return agt_error_make(err, errno, "chmod '%s'", path);
+  return 0;
+}
+
+int agt_disk_home_limit(struct agt_disk *dk, const char *path, uint64_t limit, agt_error_t *err)
+{
+  struct stat st;
+
+  if (!dk->enabled)
+    return 0;
+  /* a subvolume's root is inode 256; a home made as a directory (the disk was off) has no
+   * quota of its own */
+  if (lstat(path, &st) < 0)
+    return agt_error_make(err, errno, "stat '%s'", path);
+  if (st.st_ino != 256)
+    return 0;
+  return subvol_limit(path, limit ? limit : UINT64_MAX, err);
+}
+
 /* The layer <jail_dir>/rw links to, NULL when rw is no link to the jails' disk. */
 static char *layer_of(struct agt_disk *dk, const char *jail_dir)
 {

@@ -62,6 +62,13 @@ int agt_disk_jail_create(struct agt_disk *dk, const char *jail_dir, uint64_t lim
 /* Set the limit of <jail_dir>/rw's layer (a prepared jail's, made without one); 0: none. */
 int agt_disk_jail_limit(struct agt_disk *dk, const char *jail_dir, uint64_t limit,
                         agt_error_t *err);
+/* An agent home (home.h) at path, whose parent exists: a subvolume of its own, so that it
+ * can have a limit, when dk is enabled; else a directory.  0700, root's. */
+int agt_disk_home_make(struct agt_disk *dk, const char *path, agt_error_t *err);
+/* What may be written into the home at path (a subvolume agt_disk_home_make made): the limit
+ * of the jail starting with it, the last such start winning (0: none).  Not promised as a
+ * jail's limit is (agt_disk_promise counts what homes hold, not what they may still take). */
+int agt_disk_home_limit(struct agt_disk *dk, const char *path, uint64_t limit, agt_error_t *err);
 /* Remove <jail_dir> and its layer.  The space the layer held is free when this returns. */
 int agt_disk_jail_remove(struct agt_disk *dk, const char *jail_dir, agt_error_t *err);
 /* Remove the layers no directory in jails_dir links to; how many. */

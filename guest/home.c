@@ -37,8 +37,8 @@ int agt_home_path(struct agtd_s *d, const char *user, const char *agent, char **
   return 0;
 }
 
-int agt_home_ensure(const char *path, uid_t uid, gid_t gid, uid_t *owner, gid_t *group,
-                    agt_error_t *err)
+int agt_home_ensure(struct agt_disk *dk, const char *path, uid_t uid, gid_t gid, uid_t *owner,
+                    gid_t *group, agt_error_t *err)
 {
   cleanup_free char *parent = xstrdup(path);
   cleanup_close int fd = -1;
@@ -49,11 +49,13 @@ int agt_home_ensure(const char *path, uid_t uid, gid_t gid, uid_t *owner, gid_t 
   /* the homes and each user's directory: root's, not the jails' */
   if (agt_mkdir_p(parent, 0711, err) < 0)
     return agt_error_wrap(err, "home");
-  if (mkdir(path, 0700) == 0) {
+  if (lstat(path, &st) < 0) {
+    if (errno != ENOENT)
+      return agt_error_make(err, errno, "stat home '%s'", path);
+    if (agt_disk_home_make(dk, path, err) < 0)
+      return agt_error_wrap(err, "home");
     if (chown(path, uid, gid) < 0)
       return agt_error_make(err, errno, "chown home '%s'", path);
-  } else if (errno != EEXIST) {
-    return agt_error_make(err, errno, "mkdir home '%s'", path);
   }
   fd = agt_open_nofollow(path, O_PATH | O_DIRECTORY, err);
   if (fd < 0)

@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <sys/types.h>
 
+#include "disk.h"
 #include "error.h"
 
 struct agtd_s;
@@ -23,10 +24,11 @@ char *agt_home_root(struct agtd_s *d);
 /* The home of user and agent (each checked as a name), newly allocated in *path. */
 int agt_home_path(struct agtd_s *d, const char *user, const char *agent, char **path,
                   agt_error_t *err);
-/* Make the home when missing (owned by uid:gid, 0700), else leave it as it is.  *owner and
- * *group: who owns it now (the existing home's owner, or uid:gid when made). */
-int agt_home_ensure(const char *path, uid_t uid, gid_t gid, uid_t *owner, gid_t *group,
-                    agt_error_t *err);
+/* Make the home when missing (owned by uid:gid, 0700; on the jails' disk a subvolume of its
+ * own, disk.h), else leave it as it is.  *owner and *group: who owns it now (the existing
+ * home's owner, or uid:gid when made). */
+int agt_home_ensure(struct agt_disk *dk, const char *path, uid_t uid, gid_t gid, uid_t *owner,
+                    gid_t *group, agt_error_t *err);
 /* Give everything in the home to uid:gid (a jail user that changed), never following a
  * symlink nor leaving the home's file system. */
 int agt_home_chown(const char *path, uid_t uid, gid_t gid, agt_error_t *err);

@@ -485,7 +485,7 @@ static int home_prepare(agt_jail_t *j, agt_error_t *err)
   gid_t group;
   agt_jail_t *o;
 
-  if (agt_home_ensure(j->binds.home_path, j->uid, j->gid, &owner, &group, err) < 0)
+  if (agt_home_ensure(&j->d->disk, j->binds.home_path, j->uid, j->gid, &owner, &group, err) < 0)
     return -1;
   if (owner == j->uid && group == j->gid)
     return 0;

@@ -5,6 +5,7 @@
 #include <seccomp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/btrfs.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -174,6 +175,19 @@ static int compile(struct agt_seccomp_prog *p, const char *const *skip, agt_erro
     a = (struct scmp_arg_cmp)SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX);
     if (rule(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, &a, err) < 0)
       goto out;
+  }
+  {
+    /* btrfs lets any user make subvolumes and snapshots where they may write: in a persistent
+     * home (a subvolume with a quota, disk.h) a new one would have no limit of its own. */
+    const unsigned long btrfs[] = {BTRFS_IOC_SUBVOL_CREATE,  BTRFS_IOC_SUBVOL_CREATE_V2,
+                                   BTRFS_IOC_SNAP_CREATE,    BTRFS_IOC_SNAP_CREATE_V2,
+                                   BTRFS_IOC_SNAP_DESTROY,   BTRFS_IOC_SNAP_DESTROY_V2,
+                                   BTRFS_IOC_SUBVOL_SETFLAGS};
+    for (size_t i = 0; i < sizeof btrfs / sizeof btrfs[0]; i++) {
+      struct scmp_arg_cmp a = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, btrfs[i] & 0xffffffffu);
+      if (rule(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, &a, err) < 0)
+        goto out;
+    }
   }
   {
     /* Sockets that reach past the jail's network namespace: AF_VSOCK is the VM's channel to

@@ -57,6 +57,12 @@ like "home.reset empties the home once no jail runs in it" "$r" '"removed_files"
 is "... which is empty then" "$(ls -A "$HOME_DIR")" ""
 is "... and still the jail user's" "$(stat -c %u "$HOME_DIR")" "$owner"
 
+# the jail's disk limit holds for its home too (a subvolume with a quota on the jails' disk)
+run --name d1 --disk 16M --home persistent --user dora -- /bin/sh -c \
+  'dd if=/dev/zero of="$HOME/fill" bs=1M count=48 > /work/dd 2>&1; echo "dd=$?" >> /work/dd'
+waitj d1 >/dev/null
+like "a jail cannot write more than its --disk into its persistent home" \
+  "$(cat "$STATE/workspaces/d1/dd")" "Disk quota exceeded"
 r=$(ctl jail run --rootfs "$R" --name bad1 --home persistent -- true 2>&1)
 like "a persistent home without a user is refused" "$r" "needs 'user'"
 r=$(ctl jail run --rootfs "$R" --name bad2 --home persistent --user ../x -- true 2>&1)

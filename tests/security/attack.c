@@ -42,7 +42,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/btrfs.h>
+#include <linux/magic.h>
 #include <sys/ioctl.h>
+#include <sys/vfs.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -895,6 +898,7 @@ static int v_mounts(int argc, char **argv)
   char path[512];
   struct agt_mount_attr ma;
   struct statvfs sv;
+  struct statfs sfs;
   int fd;
 
   if (argc < 4)
@@ -940,6 +944,29 @@ static int v_mounts(int argc, char **argv)
     blocked("the writable mount is nosuid,nodev");
   else
     escaped("the writable mount allows setuid or devices");
+  if (argc > 4) {
+    /* a persistent home on the jails' btrfs: a subvolume made in it would escape its quota */
+    struct btrfs_ioctl_vol_args va;
+    int hfd = open(argv[4], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    memset(&va, 0, sizeof va);
+    snprintf(va.name, sizeof va.name, "agt-subvol");
+    if (hfd < 0)
+      info("open %s: %s", argv[4], en(errno));
+    else if (statfs(argv[4], &sfs) == 0 && sfs.f_type != BTRFS_SUPER_MAGIC)
+      info("%s is not on btrfs (f_type %lx): no subvolume to try", argv[4],
+           (unsigned long)sfs.f_type);
+    else
+      try_rc("BTRFS_IOC_SUBVOL_CREATE in the home (a subvolume outside its quota)",
+             ioctl(hfd, BTRFS_IOC_SUBVOL_CREATE, &va));
+    if (hfd >= 0) {
+      memset(&va, 0, sizeof va);
+      va.fd = hfd;
+      snprintf(va.name, sizeof va.name, "agt-snap");
+      try_rc("BTRFS_IOC_SNAP_CREATE of the home into itself",
+             ioctl(hfd, BTRFS_IOC_SNAP_CREATE, &va));
+      close(hfd);
+    }
+  }
   snprintf(path, sizeof path, "%s/agt-written", rw);
   fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd >= 0) {

@@ -108,8 +108,8 @@ mount -t tmpfs -o size=1M,mode=0777 tmpfs "$MNT/ro/sub"
 chmod 777 "$MNT/ro" "$MNT/rw"
 chmod 666 "$MNT/file"
 attack mounts "E18 extra mounts: writes, remount, umount, mount_setattr, open_tree" \
-  --mount "$MNT/ro" --mount "$MNT/rw:rw" --mount "$MNT/file" -- \
-  /bin/attack mounts "$MNT/ro" "$MNT/ro/sub" "$MNT/rw" "$MNT/file"
+  --mount "$MNT/ro" --mount "$MNT/rw:rw" --mount "$MNT/file" --home persistent --user e18 -- \
+  /bin/attack mounts "$MNT/ro" "$MNT/ro/sub" "$MNT/rw" "$MNT/file" /home/agent
 is "E18 the read-only mount's source is unchanged on the guest" "$(ls -A "$MNT/ro" "$MNT/ro/sub" | tr '\n' ' ')" "$MNT/ro: sub  $MNT/ro/sub: "
 check "E18 the writable mount was written through" test -e "$MNT/rw/agt-written"
 umount "$MNT/ro/sub"
