@@ -361,6 +361,75 @@ static void test_env_names(void **state)
   agt_config_release(&c);
 }
 
+/* jail.mounts: paths or {path, writable}, the user's first, then the overlay's, which may
+ * name only the repository's own files; jail.home: persistent (default) or none. */
+static void test_jail_mounts(void **state)
+{
+  cleanup_free char *user = path_in("jmounts.yaml");
+  cleanup_free char *repo = path_in("jmrepo");
+  cleanup_free char *git = path_in("jmrepo/.git");
+  cleanup_free char *dotagt = path_in("jmrepo/.agt");
+  cleanup_free char *overlay = path_in("jmrepo/.agt/config.yaml");
+  cleanup_free char *want = NULL;
+  cleanup_free char *where = NULL;
+  struct agt_config_paths p = {0};
+  struct agt_config c;
+  agt_error_t err = NULL;
+
+  (void)state;
+  write_file(user, "jail:\n  mounts:\n    - /srv/data\n    - {path: ~/notes, writable: true}\n");
+  assert_int_equal(agt_mkdir_p(git, 0755, NULL), 0);
+  assert_int_equal(agt_mkdir_p(dotagt, 0755, NULL), 0);
+  write_file(overlay, "jail:\n  home: none\n  mounts:\n    - docs\n");
+  p.user_file = user;
+  p.cwd = repo;
+  agt_config_init(&c);
+  assert_string_equal(agt_config_get(&c, AGT_CFG_JAIL_HOME), "persistent");
+  assert_int_equal(agt_config_load(&c, &p, &err), 0);
+  assert_string_equal(agt_config_get(&c, AGT_CFG_JAIL_HOME), "none");
+  assert_int_equal(c.njmounts, 3);
+  assert_string_equal(c.jmounts[0].path, "/srv/data");
+  assert_false(c.jmounts[0].writable);
+  want = xasprintf("%s/notes", getenv("HOME"));
+  assert_string_equal(c.jmounts[1].path, want);
+  assert_true(c.jmounts[1].writable);
+  free(want);
+  want = xasprintf("%s/docs", repo);
+  assert_string_equal(c.jmounts[2].path, want);
+  where = agt_cfg_origin_str(&c.jmounts[2].origin);
+  free(want);
+  want = xasprintf("%s:4:7", overlay);
+  assert_string_equal(where, want);
+  agt_config_release(&c);
+
+  const char *const outside[] = {"/etc", "~/.ssh", "../sibling", "docs/../../x"};
+  for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++) {
+    cleanup_free char *text = xasprintf("jail:\n  mounts:\n    - %s\n", outside[i]);
+    write_file(overlay, text);
+    agt_config_init(&c);
+    assert_int_equal(agt_config_load(&c, &p, &err), -1);
+    free(want);
+    want = xasprintf("%s:3:7: 'jail.mounts' entry '%s' is outside the repository", overlay,
+                     outside[i]);
+    if (strncmp(err->msg, want, strlen(want)) != 0)
+      fail_msg("got '%s', want prefix '%s'", err->msg, want);
+    agt_error_release(&err);
+    agt_config_release(&c);
+  }
+  write_file(overlay, "jail:\n  mounts:\n    - {path: docs, mode: rw}\n");
+  agt_config_init(&c);
+  assert_int_equal(agt_config_load(&c, &p, &err), -1);
+  assert_non_null(strstr(err->msg, "unknown key 'jail.mounts[].mode' (path, writable)"));
+  agt_error_release(&err);
+  agt_config_release(&c);
+  write_file(overlay, "jail:\n  home: always\n");
+  agt_config_init(&c);
+  assert_int_equal(agt_config_load(&c, &p, &err), -1);
+  assert_non_null(strstr(err->msg, ":2:9:"));
+  agt_error_release(&err);
+  agt_config_release(&c);
+}
+
 static void test_show(void **state)
 {
   cleanup_free char *user = path_in("show.yaml");
@@ -514,6 +583,7 @@ int main(void)
       cmocka_unit_test_setup(test_errors, setup),
       cmocka_unit_test_setup(test_unlimited, setup),
       cmocka_unit_test_setup(test_env_names, setup),
+      cmocka_unit_test_setup(test_jail_mounts, setup),
       cmocka_unit_test_setup(test_show, setup),
       cmocka_unit_test_setup(test_duration, setup),
       cmocka_unit_test_setup(test_agents, setup),
