@@ -83,6 +83,115 @@ int agt_req_rootfs_build(agt_req_t *req, json_t **result, agt_error_t *err)
   return 1;
 }
 
+/* rootfs.update: each name in turn, in the threadpool like a build. */
+struct update_job {
+  uv_work_t work;
+  agtd_t *d;
+  char *store;
+  char **names; /* NULL-terminated */
+  struct agt_rootfs_build_opts opts;
+  json_t *updates;
+  agt_pending_t *waiters;
+};
+
+static void update_work(uv_work_t *w)
+{
+  struct update_job *u = w->data;
+
+  for (char **n = u->names; *n; n++) {
+    json_t *res = NULL;
+    agt_error_t e = NULL;
+    if (agt_rootfs_update(u->store, *n, &u->opts, &res, &e) < 0) {
+      res = json_pack("{s:s, s:s}", "name", *n, "error", e->msg);
+      agt_error_release(&e);
+    }
+    json_array_append_new(u->updates, res);
+  }
+}
+
+static void update_done(uv_work_t *w, int status)
+{
+  struct update_job *u = w->data;
+  json_t *res = json_pack("{s:O}", "updates", u->updates), *it;
+  size_t i;
+
+  (void)status;
+  u->d->pending_builds--;
+  agtd_rootfs_changed(u->d);
+  json_array_foreach(u->updates, i, it)
+  {
+    const char *name = json_string_value(json_object_get(it, "name"));
+    if (json_object_get(it, "error"))
+      agtd_log("rootfs update of '%s' failed: %s", name,
+               json_string_value(json_object_get(it, "error")));
+    else if (json_is_true(json_object_get(it, "changed")))
+      agtd_log("rootfs '%s' updated: %.12s -> %.12s", name,
+               json_string_value(json_object_get(it, "old_id")),
+               json_string_value(json_object_get(it, "id")));
+  }
+  agt_pending_answer(&u->waiters, res, NULL);
+  json_decref(res);
+  json_decref(u->updates);
+  for (char **n = u->names; *n; n++)
+    free(*n);
+  free(u->names);
+  free(u->store);
+  free(u);
+}
+
+int agt_req_rootfs_update(agt_req_t *req, json_t **result, agt_error_t *err)
+{
+  const char *name = NULL;
+  int download = 1;
+  struct update_job *u;
+  json_t *list = NULL, *info;
+  size_t n = 0, i;
+
+  (void)result;
+  if (agt_param_str(req->params, "name", 0, &name, err) < 0 ||
+      agt_param_bool(req->params, "allow_download", &download, err) < 0)
+    return -1;
+  if (req->d->pending_builds >= MAX_PENDING_BUILDS)
+    return agt_error_kind(err, AGT_E_LIMIT, "%d rootfs builds are running already",
+                          MAX_PENDING_BUILDS);
+  u = xzalloc(sizeof *u);
+  if (name) {
+    if (agtd_rootfs_resolve(req->d, name, &info, err) < 0) {
+      free(u);
+      return -1;
+    }
+    json_decref(info);
+    u->names = xzalloc(2 * sizeof *u->names);
+    u->names[n++] = xstrdup(name);
+  } else {
+    /* every name in the store, each once (the list is newest first) */
+    if (agt_rootfs_list(req->d->rootfs_dir, &list, err) < 0) {
+      free(u);
+      return -1;
+    }
+    u->names = xzalloc((json_array_size(list) + 1) * sizeof *u->names);
+    json_array_foreach(list, i, info)
+    {
+      const char *nm = json_string_value(json_object_get(info, "name"));
+      int seen = 0;
+      for (size_t k = 0; nm && k < n; k++)
+        seen |= strcmp(u->names[k], nm) == 0;
+      if (nm && !seen)
+        u->names[n++] = xstrdup(nm);
+    }
+    json_decref(list);
+  }
+  u->d = req->d;
+  u->store = xstrdup(req->d->rootfs_dir);
+  u->opts.allow_download = download;
+  u->updates = json_array();
+  u->work.data = u;
+  agt_pending_add(&u->waiters, req);
+  req->d->pending_builds++;
+  uv_queue_work(req->d->loop, &u->work, update_work, update_done);
+  return 1;
+}
+
 int agt_req_rootfs_ls(agt_req_t *req, json_t **result, agt_error_t *err)
 {
   json_t *list;

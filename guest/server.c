@@ -45,6 +45,7 @@ static const struct {
     {"rootfs.build", agt_req_rootfs_build, NEEDS_HELLO},
     {"rootfs.ls", agt_req_rootfs_ls, NEEDS_HELLO},
     {"rootfs.rm", agt_req_rootfs_rm, NEEDS_HELLO},
+    {"rootfs.update", agt_req_rootfs_update, NEEDS_HELLO},
 };
 
 void agt_client_ref(agt_client_t *c)

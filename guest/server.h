@@ -106,5 +106,6 @@ int agt_req_home_reset(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_rootfs_build(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_rootfs_ls(agt_req_t *req, json_t **result, agt_error_t *err);
 int agt_req_rootfs_rm(agt_req_t *req, json_t **result, agt_error_t *err);
+int agt_req_rootfs_update(agt_req_t *req, json_t **result, agt_error_t *err);
 
 #endif

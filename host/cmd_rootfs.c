@@ -1,4 +1,4 @@
-/* agt rootfs build|ls|rm: the jails' root filesystems, built by agtd from manifests. */
+/* agt rootfs build|ls|rm|update: the jails' root filesystems, built by agtd from manifests. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,10 +195,83 @@ static int rootfs_rm(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   return 0;
 }
 
+static const struct agt_cmd_help update_help = {
+    "agt rootfs update [--no-download] [--json] [NAME]",
+    "Rebuild the root filesystem NAME (each name in the store when none is given) from the "
+    "manifest it was built from, when any of its inputs changed (a new toybox build, a library "
+    "of the closure, an edited manifest): every source is resolved again and read, and a new "
+    "build is made only when the tree would differ. Prints each input that changed, old -> "
+    "new. Running jails keep the build they started on.",
+    build_opts};
+
+/* One name's outcome: a line, then one line per input that changed. */
+static void print_update(json_t *u)
+{
+  json_t *ch;
+  size_t k;
+
+  if (json_object_get(u, "error")) {
+    printf("%s: error: %s\n", str(u, "name"), str(u, "error"));
+    return;
+  }
+  if (!json_is_true(json_object_get(u, "changed"))) {
+    printf("%s: up to date (%.12s), nothing rebuilt\n", str(u, "name"), str(u, "id"));
+    return;
+  }
+  printf("%s: %.12s -> %.12s (%lld files, %.1f MB%s); running jails stay on %.12s\n",
+         str(u, "name"), str(u, "old_id"), str(u, "id"),
+         (long long)json_integer_value(json_object_get(u, "files")),
+         (double)json_integer_value(json_object_get(u, "bytes")) / 1e6,
+         json_is_true(json_object_get(u, "reused")) ? ", an earlier build reused" : "",
+         str(u, "old_id"));
+  json_array_foreach(json_object_get(u, "changes"), k, ch)
+  {
+    const char *o = json_string_value(json_object_get(ch, "old"));
+    const char *n = json_string_value(json_object_get(ch, "new"));
+    printf("  %s: %s -> %s\n", str(ch, "input"), o ? o : "(none)", n ? n : "(none)");
+  }
+}
+
+static int rootfs_update(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
+{
+  struct build_opts o = {1, 0};
+  json_t *res, *params, *u;
+  size_t k;
+  int i, r, failed = 0;
+
+  i = agt_cmd_opts(argc, argv, &update_help, build_opt, &o, err);
+  if (i < 0)
+    return i == -2 ? 0 : -1;
+  if (argc - i > 1)
+    return agt_error_kind(err, AGT_E_INVALID, "usage: %s", update_help.usage);
+  params = json_pack("{s:b}", "allow_download", o.download);
+  if (argc - i == 1)
+    json_object_set_new(params, "name", json_string(argv[i]));
+  r = agt_target_call(&c->target, "rootfs.update", params, &res, err);
+  json_decref(params);
+  if (r < 0)
+    return -1;
+  if (o.json)
+    agt_print_json(res);
+  json_array_foreach(json_object_get(res, "updates"), k, u)
+  {
+    if (!o.json)
+      print_update(u);
+    failed |= json_object_get(u, "error") != NULL;
+  }
+  if (!o.json && json_array_size(json_object_get(res, "updates")) == 0)
+    printf("no root filesystems in the store: nothing to update\n");
+  json_decref(res);
+  if (failed)
+    return agt_error_kind(err, AGT_E_STATE, "a root filesystem could not be updated (see above)");
+  return 0;
+}
+
 static const struct agt_subcmd subs[] = {
     {"build", rootfs_build, "build a root filesystem from a manifest"},
     {"ls", rootfs_ls, "list the root filesystems"},
     {"rm", rootfs_rm, "remove one"},
+    {"update", rootfs_update, "rebuild from the manifest when an input changed"},
 };
 
 int cmd_rootfs(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)

@@ -21,6 +21,8 @@
 struct agt_rootfs_build_opts {
   int allow_download; /* may fetch `download` sources (upstream static toybox) */
   const char *arch;   /* NULL: the machine's (uname -m) */
+  int dry_run;        /* resolve and read every input, write nothing: *info has "id" (what a
+                       * build would give now), "name", "manifest", "sources", "inputs" */
 };
 
 /* Build the manifest at manifest_path into the store.  On success *info is a new JSON object:
@@ -29,6 +31,8 @@ struct agt_rootfs_build_opts {
  *    "sources": {...what was used for each manifest entry, e.g. toybox "distro 0.8.9"...}}
  * and also "names" (every manifest name that built this tree), "arch", "updated" and
  * "updated_ns" (the last build that produced it), "dirs", "symlinks", "warnings" (strings),
+ * "inputs" ({input: {"sha256", "source"}}: each manifest entry by its path, each library of
+ * the closure by its path in the tree; what agt_rootfs_update compares),
  * "ld_library_path" (only when a library came from an ld.so.conf directory the jail's
  * loader does not search by itself), and "reused": true when the tree existed already and
  * was kept.  Each "sources" value is keyed by the entry's path: {"kind": "host" | "env" |
@@ -48,6 +52,15 @@ int agt_rootfs_resolve(const char *store_dir, const char *ref, json_t **info, ag
 /* The same in a list agt_rootfs_list made (store_dir for errors only). */
 int agt_rootfs_resolve_in(json_t *list, const char *store_dir, const char *ref, json_t **info,
                           agt_error_t *err);
+
+/* Re-resolve every input of the manifest the newest build named `name` was built from (a
+ * dry run), and build it again when the tree would differ.  *result:
+ *   {"name", "changed": false, "id"}  nothing changed, nothing built, or
+ *   {"name", "changed": true, "old_id", "id", "reused": bool,
+ *    "changes": [{"input", "old", "new"}...]}  (old/new: "source (sha256 12 hex)" or null)
+ * Builds of the old id stay in the store for the jails that use them. */
+int agt_rootfs_update(const char *store_dir, const char *name,
+                      const struct agt_rootfs_build_opts *opts, json_t **result, agt_error_t *err);
 
 /* Delete a build by exact id.  The caller has already checked that no jail uses it. */
 int agt_rootfs_remove(const char *store_dir, const char *id, agt_error_t *err);

@@ -100,6 +100,7 @@ struct build {
   json_t *sources;       /* entry path -> what was used */
   json_t *warnings;      /* strings */
   json_t *libpath;       /* directories the jail's loader must be told (no ld.so.cache there) */
+  json_t *input_desc;    /* input -> what it is, for inputs that are no manifest entry */
   struct sdirs conf;     /* /etc/ld.so.conf directories, in order */
   struct sdirs defaults; /* the loader's built-in directories */
   struct obj *q;
@@ -474,8 +475,11 @@ static int add_lib(struct build *b, const char *host, const char *tree, const ch
       if (n <= 0)
         return agt_error_make(err, n < 0 ? errno : EINVAL, "readlink '%s'", h);
       target[n] = '\0';
-      if (rootfs_tree_add_link(b->t, t, target, origin, 1, err) < 0)
+      int added = rootfs_tree_add_link(b->t, t, target, origin, 1, err);
+      if (added < 0)
         return -1;
+      if (added == 1)
+        rootfs_tree_set_input(b->t, t, t);
       struct rootfs_node *have = rootfs_tree_get(b->t, t);
       if (have && (have->type != ROOTFS_NODE_LINK || strcmp(have->target, target) != 0)) {
         warn(b, "kept %s '%s' (%s); not replaced by the symlink '%s' -> '%s' (%s)",
@@ -509,6 +513,7 @@ static int add_lib(struct build *b, const char *host, const char *tree, const ch
         warn(b, "kept '%s' (%s); '%s' (%s) was not copied over it", t, have->origin, h, origin);
       return 0;
     }
+    rootfs_tree_set_input(b->t, t, t);
     cleanup_free char *o = xasprintf("library %s", t);
     queue_obj(b, h, t, o, 1, inherited);
     return 1;
@@ -758,7 +763,14 @@ static int pick_source(struct build *b, const struct rootfs_entry *e, char **src
             *used, "summary",
             json_sprintf("distro %s %s (%s)", s->package, ver ? ver : "(version unknown)", *p));
       } else {
-        json_object_set_new(*used, "summary", json_sprintf("host %s", *p));
+        /* through symlinks, the file's own path names what it is (a versioned directory) */
+        cleanup_free char *real = realpath(*p, NULL);
+        if (real && strcmp(real, *p) != 0) {
+          json_object_set_new(*used, "real_path", json_string(real));
+          json_object_set_new(*used, "summary", json_sprintf("host %s (%s)", *p, real));
+        } else {
+          json_object_set_new(*used, "summary", json_sprintf("host %s", *p));
+        }
       }
       goto found;
     }
@@ -934,6 +946,7 @@ static int plan_applets(struct build *b, struct applet_job *j, agt_error_t *err)
   cleanup_strv char **names = NULL;
   const char *self = base_of(j->tree);
   cleanup_free char *dir = dir_of(j->tree);
+  cleanup_free char *input = xasprintf("%s applets", j->e->path);
   size_t added = 0, skipped = 0;
 
   if (rootfs_elf_applets(j->src, j->e->applets, &names, err) < 0)
@@ -947,11 +960,16 @@ static int plan_applets(struct build *b, struct applet_job *j, agt_error_t *err)
     if (r < 0)
       return -1;
     if (r == 1)
+      rootfs_tree_set_input(b->t, p, input);
+    if (r == 1)
       added++;
     else
       skipped++;
   }
   json_object_set_new(j->report, "applets", json_integer((json_int_t)added));
+  json_object_set_new(
+      b->input_desc, input,
+      json_sprintf("%zu applet links to %s (%zu provided elsewhere)", added, self, skipped));
   json_object_set_new(j->report, "applets_provided_elsewhere", json_integer((json_int_t)skipped));
   return 0;
 }
@@ -1031,9 +1049,48 @@ static void build_release(struct build *b)
   json_decref(b->sources);
   json_decref(b->warnings);
   json_decref(b->libpath);
+  json_decref(b->input_desc);
   free(b->dir_path);
   if (b->dir_fd >= 0)
     close(b->dir_fd);
+}
+
+/* What each input of the tree was, for `rootfs.update` to say what changed:
+ * {input: {"sha256": over its nodes, "source": where it came from}}.  An input is a manifest
+ * entry (its file, applet links or tree), a library of the closure (by its path in the
+ * tree), or a directory of `dirs`. */
+static json_t *inputs_of(struct build *b)
+{
+  json_t *hashes = rootfs_tree_inputs(b->t), *out = json_object(), *v;
+  const char *key;
+
+  json_object_foreach(hashes, key, v)
+  {
+    json_t *src = json_object_get(b->sources, key);
+    struct rootfs_node *n = rootfs_tree_get(b->t, key);
+    json_t *it = json_pack("{s:O}", "sha256", v);
+    const char *kind = json_string_value(json_object_get(src, "kind"));
+
+    if (json_is_string(json_object_get(b->input_desc, key)))
+      json_object_set(it, "source", json_object_get(b->input_desc, key));
+    else if (json_is_string(json_object_get(src, "summary")))
+      json_object_set(it, "source", json_object_get(src, "summary"));
+    else if (kind && strcmp(kind, "symlink") == 0)
+      json_object_set_new(
+          it, "source",
+          json_sprintf("symlink to %s", json_string_value(json_object_get(src, "target"))));
+    else if (kind && strcmp(kind, "content") == 0)
+      json_object_set_new(it, "source", json_string("inline content"));
+    else if (n && n->type == ROOTFS_NODE_FILE && n->src)
+      json_object_set_new(it, "source", json_sprintf("host %s", n->src));
+    else if (n && n->type == ROOTFS_NODE_LINK)
+      json_object_set_new(it, "source", json_sprintf("symlink to %s", n->target));
+    else
+      json_object_set_new(it, "source", json_string("directory"));
+    json_object_set_new(out, key, it);
+  }
+  json_decref(hashes);
+  return out;
 }
 
 /* ---- the store on disk ---- */
@@ -1249,8 +1306,9 @@ static int info_has_name(json_t *info, const char *name)
 static json_t *reuse_existing(int store_fd, const char *store, const char *id, json_t *fresh,
                               agt_error_t *err)
 {
-  static const char *const take[] = {"sources",     "warnings", "ld_library_path", "manifest",
-                                     "description", "updated",  "updated_ns",      NULL};
+  static const char *const take[] = {"sources",         "inputs",      "warnings",
+                                     "ld_library_path", "manifest",    "updated",
+                                     "updated_ns",      "description", NULL};
   json_t *info = read_info(store_fd, store, id);
   json_t *names;
   const char *name = json_string_value(json_object_get(fresh, "name"));
@@ -1301,7 +1359,7 @@ int agt_rootfs_build(const char *store_dir, const char *manifest_path,
   char id[65];
   json_t *out = NULL;
   json_int_t now = (json_int_t)time(NULL);
-  int ret = -1;
+  int ret = -1, r;
 
   *info = NULL;
   if (opts && opts->arch) {
@@ -1325,6 +1383,7 @@ int agt_rootfs_build(const char *store_dir, const char *manifest_path,
   b.sources = json_object();
   b.warnings = json_array();
   b.libpath = json_array();
+  b.input_desc = json_pack("{s:s}", "parent directory", "directories made as parents");
   search_init(&b);
 
   /* claim a build directory */
@@ -1353,6 +1412,22 @@ int agt_rootfs_build(const char *store_dir, const char *manifest_path,
   /* plan, then write */
   if (plan(&b, err) < 0)
     goto out;
+  if (opts && opts->dry_run) {
+    if (rootfs_tree_write(b.t, -1, &st, id, err) < 0) {
+      agt_error_wrap(err, "read the inputs of '%s'", manifest_path);
+      goto out;
+    }
+    out = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "id", id, "name", m->name, "manifest",
+                    mpath ? mpath : manifest_path, "arch", b.ai->arch, "bytes",
+                    (json_int_t)st.bytes, "files", (json_int_t)st.files);
+    json_object_set(out, "sources", b.sources);
+    json_object_set_new(out, "inputs", inputs_of(&b));
+    json_object_set(out, "warnings", b.warnings);
+    rm_rf_at(store_fd, build_name, 0);
+    *info = steal_pointer(&out);
+    ret = 0;
+    goto out;
+  }
   if (mkdirat(b.dir_fd, "root", 0700) < 0 ||
       (root_fd = openat(b.dir_fd, "root", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
       (geteuid() == 0 && fchown(root_fd, 0, 0) < 0) || fchmod(root_fd, 0755) < 0) {
@@ -1381,6 +1456,7 @@ int agt_rootfs_build(const char *store_dir, const char *manifest_path,
   json_object_set_new(out, "dirs", json_integer((json_int_t)st.dirs));
   json_object_set_new(out, "symlinks", json_integer((json_int_t)st.links));
   json_object_set(out, "sources", b.sources);
+  json_object_set_new(out, "inputs", inputs_of(&b));
   json_object_set(out, "warnings", b.warnings);
   if (json_array_size(b.libpath))
     json_object_set(out, "ld_library_path", b.libpath);
@@ -1397,7 +1473,7 @@ int agt_rootfs_build(const char *store_dir, const char *manifest_path,
   json_object_set_new(out, "updated_ns", json_integer(now_ns()));
   if (write_json_at(b.dir_fd, "info.json", out, "info.json", err) < 0) /* fsynced */
     goto out;
-  int r = renameat2(store_fd, build_name, store_fd, id, RENAME_NOREPLACE);
+  r = renameat2(store_fd, build_name, store_fd, id, RENAME_NOREPLACE);
   if (r < 0 && (errno == EINVAL || errno == ENOSYS))
     r = renameat(store_fd, build_name, store_fd, id); /* a non-empty target is never replaced */
   if (r == 0) {

@@ -125,6 +125,7 @@ void rootfs_tree_free(struct rootfs_tree *t)
     free(n->src);
     free(n->data);
     free(n->origin);
+    free(n->input);
     free(n);
   }
   free(t->nodes);
@@ -334,6 +335,16 @@ int rootfs_tree_add_file(struct rootfs_tree *t, const char *path, const char *sr
   return 1;
 }
 
+void rootfs_tree_set_input(struct rootfs_tree *t, const char *path, const char *input)
+{
+  struct rootfs_node *n = rootfs_tree_get(t, path);
+
+  if (n) {
+    free(n->input);
+    n->input = xstrdup(input);
+  }
+}
+
 int rootfs_tree_add_data(struct rootfs_tree *t, const char *path, const char *data, size_t len,
                          unsigned mode, const char *origin, agt_error_t *err)
 {
@@ -443,14 +454,16 @@ static int write_file(struct rootfs_node *n, int pfd, const char *leaf, unsigned
     agt_error_kind(err, AGT_E_INTERNAL, "sha256 init");
     goto out;
   }
-  out = openat(pfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (out < 0) {
+  if (pfd >= 0)
+    out = openat(pfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (pfd >= 0 && out < 0) {
     agt_error_make(err, errno, "create '%s' in the tree", n->path);
     goto out;
   }
   n->size = 0;
   if (n->src == NULL) {
-    if (!EVP_DigestUpdate(md, n->data, n->len) || write_all(out, n->data, n->len) < 0) {
+    if (!EVP_DigestUpdate(md, n->data, n->len) ||
+        (out >= 0 && write_all(out, n->data, n->len) < 0)) {
       agt_error_make(err, errno, "write '%s' in the tree", n->path);
       goto out;
     }
@@ -477,7 +490,8 @@ static int write_file(struct rootfs_node *n, int pfd, const char *leaf, unsigned
       }
       if (r == 0)
         break;
-      if (!EVP_DigestUpdate(md, buf, (size_t)r) || write_all(out, buf, (size_t)r) < 0) {
+      if (!EVP_DigestUpdate(md, buf, (size_t)r) ||
+          (out >= 0 && write_all(out, buf, (size_t)r) < 0)) {
         agt_error_make(err, errno, "write '%s' in the tree", n->path);
         goto out;
       }
@@ -488,7 +502,7 @@ static int write_file(struct rootfs_node *n, int pfd, const char *leaf, unsigned
     agt_error_kind(err, AGT_E_INTERNAL, "sha256 final");
     goto out;
   }
-  if (set_owner_mode(out, n->mode & 0777, n->path, err) < 0)
+  if (out >= 0 && set_owner_mode(out, n->mode & 0777, n->path, err) < 0)
     goto out;
   ret = 0;
 out:
@@ -499,6 +513,8 @@ out:
 static int write_node(struct rootfs_node *n, int pfd, const char *leaf, unsigned char *buf,
                       agt_error_t *err)
 {
+  if (pfd < 0 && n->type != ROOTFS_NODE_FILE) /* hashing only */
+    return 0;
   if (n->type == ROOTFS_NODE_DIR) {
     cleanup_close int fd = -1;
     if (mkdirat(pfd, leaf, 0700) < 0)
@@ -563,7 +579,7 @@ int rootfs_tree_write(struct rootfs_tree *t, int root_fd, struct rootfs_tree_sta
     char *slash = strrchr(n->path, '/');
     cleanup_free char *dir = xstrndup(n->path, (size_t)(slash - n->path));
 
-    if (cached == NULL || strcmp(cached, dir) != 0) {
+    if (root_fd >= 0 && (cached == NULL || strcmp(cached, dir) != 0)) {
       if (pfd >= 0)
         close(pfd);
       pfd = open_dir(root_fd, dir, err);
@@ -603,4 +619,46 @@ int rootfs_tree_write(struct rootfs_tree *t, int root_fd, struct rootfs_tree_sta
 out:
   EVP_MD_CTX_free(md);
   return ret;
+}
+
+static const char *input_of(const struct rootfs_node *n)
+{
+  return n->input ? n->input : n->origin ? n->origin : n->path;
+}
+
+json_t *rootfs_tree_inputs(struct rootfs_tree *t)
+{
+  json_t *out = json_object();
+  EVP_MD_CTX *md = EVP_MD_CTX_new();
+  unsigned char digest[32];
+  unsigned dlen;
+  char hex[65];
+  int *done = xzalloc((t->n ? t->n : 1) * sizeof *done);
+
+  /* nodes are sorted by path (rootfs_tree_write): each input's nodes in path order */
+  for (size_t i = 0; md && i < t->n; i++) {
+    const char *key = input_of(t->nodes[i]);
+    if (done[i])
+      continue;
+    size_t count = 0;
+    if (!EVP_DigestInit_ex(md, EVP_sha256(), NULL))
+      break;
+    for (size_t k = i; k < t->n; k++) {
+      if (done[k] || strcmp(input_of(t->nodes[k]), key) != 0)
+        continue;
+      done[k] = 1;
+      count++;
+      if (!hash_node(md, t->nodes[k]))
+        break;
+    }
+    if (!EVP_DigestFinal_ex(md, digest, &dlen))
+      break;
+    /* one file alone: its content's hash, the one sha256sum prints */
+    rootfs_hex(count == 1 && t->nodes[i]->type == ROOTFS_NODE_FILE ? t->nodes[i]->sha256 : digest,
+               hex);
+    json_object_set_new(out, key, json_string(hex));
+  }
+  free(done);
+  EVP_MD_CTX_free(md);
+  return out;
 }

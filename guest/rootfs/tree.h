@@ -8,6 +8,7 @@
 #ifndef AGT_ROOTFS_TREE_H
 #define AGT_ROOTFS_TREE_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -30,6 +31,7 @@ struct rootfs_node {
   dev_t dev;                /* file: identity of src when it was added */
   ino_t ino;                /* ... */
   char *origin;             /* what asked for it, for messages */
+  char *input;              /* the input it belongs to (rootfs_tree_inputs), NULL: origin */
   int implicit;             /* a directory made only as a parent */
   unsigned char sha256[32]; /* file: filled by rootfs_tree_write */
   unsigned long long size;  /* file: bytes written */
@@ -67,11 +69,21 @@ int rootfs_tree_add_data(struct rootfs_tree *t, const char *path, const char *da
 int rootfs_tree_add_link(struct rootfs_tree *t, const char *path, const char *target,
                          const char *origin, int weak, agt_error_t *err);
 
+/* Say which input the node at path belongs to (its origin when never said): libraries are
+ * inputs of their own, not of the entry that needed them first. */
+void rootfs_tree_set_input(struct rootfs_tree *t, const char *path, const char *input);
+
 /* Write every node under root_fd (an empty directory), root-owned when running as root, and
  * compute the tree's id: the sha256 over its sorted nodes (path, type, mode, symlink target,
- * sha256 of the content), as 64 lowercase hex digits. */
+ * sha256 of the content), as 64 lowercase hex digits.  root_fd < 0: write nothing, only read
+ * the files to compute the id (what a build would give now). */
 int rootfs_tree_write(struct rootfs_tree *t, int root_fd, struct rootfs_tree_stats *st, char id[65],
                       agt_error_t *err);
+
+/* After rootfs_tree_write: {input: sha256 hex}, one key per input (a node's input, else its
+ * origin): the content's sha256 for an input that is one file, else the sha256 over its
+ * nodes as the id hashes them (path, type, mode, target or content hash). */
+json_t *rootfs_tree_inputs(struct rootfs_tree *t);
 
 /* Lowercase hex of a 32-byte digest. */
 void rootfs_hex(const unsigned char sha[32], char out[65]);

@@ -2,8 +2,9 @@
 # agt: provisioning of the agent VM (Lima `mode: system`: root, at every boot, so every
 # step is idempotent and cheap when there is nothing to do).
 #   1. the packages agtd needs to build and run, and those the default jail rootfs copies
-#      from the guest (rootfs/default.yaml): toybox, busybox, bash, ripgrep, git, CA
-#      certificates, and opencode from npm;
+#      from the guest (rootfs/default.yaml): busybox, bash, ripgrep, git, CA certificates,
+#      opencode from npm, and toybox built static from the distribution's source package
+#      (scripts/toybox-build.sh: cached by source version, a second boot only checks it);
 #   2. agtd and the model server agt verify runs (libexec/agt/model-server), built from the
 #      agt source tree that agt mounts read-only at $PARAM_AgtSourceDir;
 #   3. the machine-wide settings agtd's jails are better off with (machine.sh, beside this
@@ -28,6 +29,7 @@ packages=(
   libuv1-dev libyaml-dev libjansson-dev libssh-dev libseccomp-dev libssl-dev
   libcurl4-openssl-dev
   toybox busybox-static bash-static ripgrep git ca-certificates nodejs npm btrfs-progs
+  musl-tools dpkg-dev file
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -52,6 +54,8 @@ if [ ! -f "$src/meson.build" ] || [ ! -d "$src/guest" ]; then
   echo "agt: no agt source tree at $src: agt mounts it there (vm.agt_source in its config)" >&2
   exit 1
 fi
+bash "$src/scripts/toybox-build.sh"
+
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" "$src" --buildtype=release -Dtests=false
 fi

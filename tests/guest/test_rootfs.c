@@ -1031,11 +1031,23 @@ static void test_default_rootfs(void **state)
   }
   assert_tree_clean(root);
 
-  /* toybox: the pin of the upstream download is unknown, so the distro's, and it says so */
+  /* toybox: the project's build (scripts/toybox-build.sh), named by its versioned directory,
+   * and its hash an input of the rootfs */
   s = json_object_get(json_object_get(info, "sources"), "/bin/toybox");
   assert_string_equal(jstr(s, "kind"), "host");
-  assert_non_null(
-      strstr(jstr(json_array_get(json_object_get(s, "tried"), 0), "result"), "pin unknown"));
+  assert_string_equal(jstr(s, "path"), "/var/cache/agt/toybox/current/toybox");
+  assert_non_null(strstr(jstr(s, "real_path"), "/var/cache/agt/toybox/"));
+  assert_null(json_object_get(s, "tried")); /* the first and only source */
+  {
+    size_t len;
+    char *bi = read_all("/var/cache/agt/toybox/current/BUILDINFO", &len);
+    json_t *in = json_object_get(json_object_get(info, "inputs"), "/bin/toybox");
+    char want[80];
+    snprintf(want, sizeof want, "sha256=%s\n", jstr(in, "sha256"));
+    if (strstr(bi, want) == NULL)
+      fail_msg("inputs./bin/toybox.sha256 is not BUILDINFO's: %s", want);
+    free(bi);
+  }
 
   /* and it all runs in the tree */
   expect_run(root, (const char *const[]){"/usr/local/bin/opencode", "--version", NULL}, ".");
@@ -1047,6 +1059,16 @@ static void test_default_rootfs(void **state)
       (const char *const[]){"/bin/sh", "-c", "set -o pipefail; [[ -n x ]] && echo ash-ok", NULL},
       "ash-ok");
   expect_run(root, (const char *const[]){"/usr/bin/id", "agent", NULL}, "uid=1000(agent)");
+  /* toybox's applets (static, musl: user names from /etc/passwd, no NSS), toysh as
+   * `toybox sh` */
+  expect_run(root, (const char *const[]){"/usr/bin/ls", "-ld", "/home/agent", NULL}, "root");
+  expect_run(root,
+             (const char *const[]){"/bin/sh", "-c",
+                                   "printf 'a\\nb\\n' > /tmp/x; printf 'a\\nc\\n' > /tmp/y; "
+                                   "diff /tmp/x /tmp/y | tr -d '\\n' | sed 's/[^bc]//g'",
+                                   NULL},
+             "bc");
+  expect_run(root, (const char *const[]){"/bin/toybox", "sh", "-c", "echo $((6 * 7))", NULL}, "42");
   expect_run(
       root,
       (const char *const[]){"/bin/sh", "-c",

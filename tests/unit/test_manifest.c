@@ -69,19 +69,12 @@ static void test_default_manifest(void **state)
   e = entry(m, "/bin/toybox");
   assert_int_equal(e->kind, ROOTFS_ENTRY_FILE);
   assert_int_equal(e->applets, ROOTFS_APPLETS_TOYBOX);
-  assert_int_equal(e->n_sources, 2);
-  assert_int_equal(e->sources[0].kind, ROOTFS_SRC_DOWNLOAD);
-  assert_string_equal(e->sources[0].version, "0.8.13");
-  for (const char *const *a = (const char *const[]){"x86_64", "aarch64", NULL}; *a; a++) {
-    const struct rootfs_pin *pin = rootfs_source_pin(&e->sources[0], *a);
-    char url[128];
-    assert_non_null(pin);
-    snprintf(url, sizeof url, "https://landley.net/toybox/downloads/binaries/0.8.13/toybox-%s", *a);
-    assert_string_equal(pin->url, url);
-    assert_null(pin->sha256); /* the placeholder: pin unknown, never an invented hash */
-  }
-  assert_int_equal(e->sources[1].kind, ROOTFS_SRC_HOST);
-  assert_string_equal(e->sources[1].paths[0], "/usr/bin/toybox");
+  /* the project's own build (scripts/toybox-build.sh), and nothing else: no silent
+   * fallback to another toybox */
+  assert_int_equal(e->n_sources, 1);
+  assert_int_equal(e->sources[0].kind, ROOTFS_SRC_HOST);
+  assert_string_equal(e->sources[0].paths[0], "/var/cache/agt/toybox/current/toybox");
+  assert_null(e->sources[0].paths[1]);
 
   e = entry(m, "/bin/busybox");
   assert_int_equal(e->applets, ROOTFS_APPLETS_BUSYBOX);
