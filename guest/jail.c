@@ -479,7 +479,7 @@ static int home_owner(agt_jail_t *j, uid_t *uid, gid_t *gid)
 
 /* Make the jail's persistent home, or give it to the jail's user when another owned it
  * (the same user's workspace under another owner): never while a jail runs with it. */
-static int home_prepare(agt_jail_t *j, agt_error_t *err)
+int agt_jail_home_prepare(agt_jail_t *j, agt_error_t *err)
 {
   uid_t owner;
   gid_t group;
@@ -646,7 +646,7 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
     }
   }
 
-  if (j->binds.home_mode == AGT_HOME_PERSISTENT && home_prepare(j, err) < 0)
+  if (j->binds.home_mode == AGT_HOME_PERSISTENT && agt_jail_home_prepare(j, err) < 0)
     goto fail;
 
   /* Without a disk limit of its own, a jail gets 10 GiB or an eighth of the jails' disk,

@@ -137,6 +137,9 @@ agt_jail_t *agt_jail_find(struct agtd_s *d, const char *name);
  * agtd's workspace roots, and nothing of agtd's state, layers or another jail's own
  * workspace.  what names it in errors ("workspace", "mount"). */
 int agt_jail_path_allowed(struct agtd_s *d, const char *what, const char *path, agt_error_t *err);
+/* Make the jail's persistent home, or give it to the jail's user when another uid owns it
+ * (refused while a jail runs with it); at create and again at each start. */
+int agt_jail_home_prepare(agt_jail_t *j, agt_error_t *err);
 /* A persistent home in use by a jail that runs (or starts, or stops), else NULL. */
 agt_jail_t *agt_jail_home_user(struct agtd_s *d, const char *home_path);
 /* Create a jail record from a jail.create request's params (validated here). */

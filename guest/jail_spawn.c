@@ -218,7 +218,8 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   }
   /* its persistent home takes at most what the jail may write to its root */
   if (j->binds.home_mode == AGT_HOME_PERSISTENT &&
-      agt_disk_home_limit(&j->d->disk, j->binds.home_path, j->limits.disk_bytes, err) < 0)
+      (agt_jail_home_prepare(j, err) < 0 ||
+       agt_disk_home_limit(&j->d->disk, j->binds.home_path, j->limits.disk_bytes, err) < 0))
     return agt_error_wrap(err, "home of jail '%s'", j->name);
   if (agt_cgroup_create(&j->d->cgroup, j->name, &j->limits.cg, err) < 0)
     return -1;

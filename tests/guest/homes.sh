@@ -68,6 +68,30 @@ like "a persistent home without a user is refused" "$r" "needs 'user'"
 r=$(ctl jail run --rootfs "$R" --name bad2 --home persistent --user ../x -- true 2>&1)
 like "a user that is no name is refused" "$r" "home user"
 
+# the home follows the jail's user: a workspace owner's uid, kept for root's workspaces,
+# given to another owner (files and all), and back at the next start of the first jail
+mkdir -p "$T/ws3000" "$T/ws3001"
+chown 3000:3000 "$T/ws3000"
+chown 3001:3001 "$T/ws3001"
+run --name u1 --workspace "$T/ws3000" --home persistent --user erin -- /bin/sh -c \
+  'echo mine > "$HOME/f"; id -u > /work/uid'
+waitj u1 >/dev/null
+EH=$(dirname "$HOME_DIR")/../erin/shell
+is "a home made by a jail on a user's workspace is that user's" "$(stat -c %u "$EH")" 3000
+run --name u2 --home persistent --user erin -- /bin/sh -c 'cat "$HOME/f"; id -u'
+waitj u2 >/dev/null
+is "a jail on a workspace of its own takes the home's user" \
+  "$(ctl jail logs u2 | tr '\n' ' ')" "mine 3000 "
+run --name u3 --workspace "$T/ws3001" --home persistent --user erin -- /bin/sh -c \
+  'cat "$HOME/f" && echo more >> "$HOME/f" && echo wrote'
+waitj u3 >/dev/null
+is "a jail of another workspace owner gets the home, files and all" \
+  "$(ctl jail logs u3 | tr '\n' ' ')" "mine wrote "
+is "(owned by it now)" "$(stat -c %u "$EH/f")" 3001
+ctl jail start u1 >/dev/null
+waitj u1 >/dev/null
+is "the first jail started again gets it back" "$(stat -c %u "$EH" "$EH/f" | sort -u)" 3000
+
 # --- lockdown: an ephemeral home that leaves nothing ------------------------------------
 run --name l1 --agent shell --lockdown -- /bin/sh -c \
   'echo "lockdown-marker-$((6 * 7))" > "$HOME/secret"; cat "$HOME/secret" > /work/back; mount | grep " /home/agent " > /work/mnt'
