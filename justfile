@@ -56,6 +56,11 @@ fuzz seconds="60":
 bench: _have-bench build
     bash bench/run.sh
 
+# As root: this machine's settings for agtd's jails (lima/provision/machine.sh, as agt's VM
+# runs it at boot): network mode open needs it; again after a reboot
+machine:
+    lima/provision/machine.sh
+
 # Build, then run the demo: build the default rootfs and run several jails at once
 demo: build
     bash scripts/demo.sh

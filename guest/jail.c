@@ -1,5 +1,6 @@
 /* Jail records: validation of a create request, the on-disk record, listing. */
 #include "jail.h"
+#include "jail_net.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -608,6 +609,9 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
       goto fail;
     }
   agt_binds_sort(j->binds.mounts, j->binds.nmounts);
+  /* refused before anything is made when the machine is not set up for it */
+  if (j->net.mode == AGT_NET_OPEN && agt_open_net_check(NULL, err) < 0)
+    goto fail;
   j->env = env_build(json_object_get(params, "env"), j->net.mode == AGT_NET_ALLOW, err);
   if (j->env == NULL)
     goto fail;

@@ -219,7 +219,6 @@ int agt_jail_exec(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, jso
   plan.fds[3] = fds[5]; /* stdout and stderr share one pipe: their order is kept */
   plan.fds[4] = j->pidfd;
   plan.fds[5] = -1;
-  plan.guest_netns = j->net.mode == AGT_NET_OPEN;
 
   memset(&args, 0, sizeof args);
   args.flags = CLONE_PIDFD;

@@ -28,9 +28,6 @@
 
 #include "start_prio.h"
 
-/* Landlock ABI 6 (Linux 6.12) scope; older kernel headers lack it. */
-#define AGT_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
-
 /* Where agtd's command line lives, so a jail's init can blank it: the jail must not read
  * the daemon's options (socket and state paths) from /proc/1/cmdline.  Set once at start. */
 static char *title_area;
@@ -476,16 +473,13 @@ static void drop_privileges(const struct agt_spawn_plan *p)
  *   nowhere).  Handling any file system right also makes Landlock refuse links and renames
  *   across directories unless REFER is granted, so REFER is granted on the whole tree: the
  *   agent moves its files as before.
- * - ABI 6 (Linux 6.12), for a jail in the guest's network namespace (network mode open):
- *   abstract unix sockets are scoped to the jail.  Such a jail shares the abstract sockets of
- *   the guest's daemons (systemd, D-Bus, container shims) and of other such jails, and the
- *   scope shuts them out (found by tests/security, E8 and E17).  Jails with a namespace of
- *   their own need no scope: their abstract sockets are theirs alone.  Signals are not scoped:
- *   the pid namespace already keeps them inside the jail, and the scope would also stop a
- *   `jail exec` process (a Landlock domain of its own) from signalling the agent.
+ * Nothing is scoped: every jail has a network namespace of its own (network mode open
+ *   too), so its abstract unix sockets are its alone, and the pid namespace keeps signals
+ *   inside it; a scope would also stop a `jail exec` process (a Landlock domain of its own)
+ *   from reaching the agent.
  * Without Landlock (older kernels, or not enabled at boot) this step is skipped. */
 /* The jail's Landlock ruleset, ready to enforce; -1 where the kernel has no Landlock (ABI 2). */
-static int landlock_ruleset(int guest_netns)
+static int landlock_ruleset(void)
 {
   struct {
     uint64_t handled_access_fs, handled_access_net, scoped;
@@ -499,8 +493,6 @@ static int landlock_ruleset(int guest_netns)
   memset(&attr, 0, sizeof attr);
   attr.handled_access_fs =
       LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_REFER;
-  if (abi >= 6 && guest_netns)
-    attr.scoped = AGT_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET;
   /* Older kernels take the larger struct as long as the fields they do not know are zero. */
   ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
   if (ruleset < 0)
@@ -520,7 +512,7 @@ static int landlock_ruleset(int guest_netns)
 /* Enforce the ruleset made ahead (a prepared jail's), or one made now. */
 static void restrict_with_landlock(const struct agt_spawn_plan *p)
 {
-  int ruleset = p->landlock_fd >= 0 ? p->landlock_fd : landlock_ruleset(p->guest_netns);
+  int ruleset = p->landlock_fd >= 0 ? p->landlock_fd : landlock_ruleset();
 
   if (ruleset < 0)
     return;
@@ -934,7 +926,7 @@ void agt_jail_child(const struct agt_spawn_plan *p)
     if (p->passwd)
       write_identity(p->passwd, p->group, p->uid, p->gid);
     struct agt_spawn_plan q = *p;
-    q.landlock_fd = landlock_ruleset(0); /* a prepared jail never shares the guest's network */
+    q.landlock_fd = landlock_ruleset();
     /* Most of the seccomp filter now (this process is root: no no_new_privs needed yet); the
      * rules for what the claim still does (its mounts, the cgroup namespace) come after it. */
     if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, p->seccomp_ahead, 0, 0) < 0)

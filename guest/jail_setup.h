@@ -75,7 +75,6 @@ struct agt_spawn_plan {
   uid_t uid;
   gid_t gid;
   unsigned short rows, cols; /* the terminal's first size */
-  int guest_netns;           /* network mode open: Landlock scopes abstract unix sockets */
   uint64_t nofile;
   int cap_last;
   const struct sock_fprog *seccomp;

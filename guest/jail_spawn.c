@@ -14,7 +14,9 @@
 #include "cleanup.h"
 #include "daemon.h"
 #include "jail.h"
+#include "fsutil.h"
 #include "jail_keep.h"
+#include "jail_net.h"
 #include "jail_setup.h"
 #include "jail_warm.h"
 #include "xalloc.h"
@@ -141,6 +143,38 @@ int agt_jail_start_egress(agt_jail_t *j, int netns, pid_t pid, agt_error_t *err)
   return j->egress ? 0 : -1;
 }
 
+/* Mode open: the jail's namespace (from the pool, or its init's) gets its way out. */
+static int start_open_net(agt_jail_t *j, const struct agt_open_net *on, int netns, pid_t pid,
+                          agt_error_t *err)
+{
+  int fd = netns, r;
+
+  if (fd < 0) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return agt_error_make(err, errno, "open the network namespace of jail '%s'", j->name);
+  }
+  r = agt_jail_net_open(on, fd, j->d->netns.home_fd, err);
+  if (fd != netns)
+    close(fd);
+  return r;
+}
+
+/* Mode open: the machine is set up for it (else a clear error), and the jail's
+ * /etc/resolv.conf names the resolvers it may reach. */
+static int prepare_open_net(agt_jail_t *j, struct agt_open_net *on, agt_error_t *err)
+{
+  cleanup_free char *etc = xasprintf("%s/etc", j->upper);
+  cleanup_free char *path = xasprintf("%s/etc/resolv.conf", j->upper);
+
+  if (agt_open_net_check(on, err) < 0 || agt_mkdir_p(etc, 0755, err) < 0 ||
+      agt_write_file_atomic(path, on->resolv, strlen(on->resolv), 0644, err) < 0)
+    return agt_error_wrap(err, "start jail '%s'", j->name);
+  return 0;
+}
+
 /* Paths relative to the jail's directory (the child mounts from there), so the jail's mount
  * table does not spell out where the guest keeps its rootfs store. */
 void agt_jail_overlay_opts(struct agtd_s *d, const char *lower, const char *dir, char *buf,
@@ -195,6 +229,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   int console[2] = {-1, -1};
   int pidfd = -1, netns = -1, cgroup_fd, attached, dir_fd = -1, r;
   struct agt_keep_spawn ks;
+  struct agt_open_net on;
   pid_t pid;
 
   if (j->state == AGT_JAIL_STARTING || j->state == AGT_JAIL_RUNNING ||
@@ -221,6 +256,8 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
       (agt_jail_home_prepare(j, err) < 0 ||
        agt_disk_home_limit(&j->d->disk, j->binds.home_path, j->limits.disk_bytes, err) < 0))
     return agt_error_wrap(err, "home of jail '%s'", j->name);
+  if (j->net.mode == AGT_NET_OPEN && prepare_open_net(j, &on, err) < 0)
+    return -1;
   if (agt_cgroup_create(&j->d->cgroup, j->name, &j->limits.cg, err) < 0)
     return -1;
 
@@ -273,10 +310,9 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   plan.fds[5] = console[1];
   plan.rows = j->rows;
   plan.cols = j->cols;
-  /* Network: mode open shares the guest's namespace; the others get one of their own. */
-  netns = j->net.mode == AGT_NET_OPEN ? -1 : agt_netns_pool_take(&j->d->netns);
+  /* Network: a namespace of its own in every mode (mode open gets a way out below). */
+  netns = agt_netns_pool_take(&j->d->netns);
   plan.fds[4] = netns;
-  plan.guest_netns = j->net.mode == AGT_NET_OPEN;
 
   j->start_request_ns = j->start_request_ns ? j->start_request_ns : agt_now_ns();
   dir_fd = open(j->dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -289,7 +325,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   memset(&ks, 0, sizeof ks);
   ks.plan = &plan;
   ks.name = j->name;
-  ks.new_netns = netns < 0 && j->net.mode != AGT_NET_OPEN;
+  ks.new_netns = netns < 0;
   ks.cgroup_fd = cgroup_fd;
   ks.attach_cgroup = j->d->cgroup.fast_attach ? j->name : NULL;
   ks.out_rd = fds[4];
@@ -333,6 +369,10 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
     agt_error_wrap(err, "start jail '%s'", j->name);
     close(fds[1]);
   } else if (j->net.mode == AGT_NET_ALLOW && agt_jail_start_egress(j, netns, pid, err) < 0) {
+    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    agt_error_wrap(err, "start jail '%s'", j->name);
+    close(fds[1]);
+  } else if (j->net.mode == AGT_NET_OPEN && start_open_net(j, &on, netns, pid, err) < 0) {
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
     agt_error_wrap(err, "start jail '%s'", j->name);
     close(fds[1]);

@@ -361,10 +361,6 @@ int agt_req_jail_port(agt_req_t *req, json_t **result, agt_error_t *err)
   if (j->state != AGT_JAIL_RUNNING)
     return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s", j->name,
                           agt_jail_state_name(j->state));
-  if (j->net.mode == AGT_NET_OPEN)
-    return agt_error_kind(err, AGT_E_STATE,
-                          "jail '%s' uses the guest's network: reach its port on the guest",
-                          j->name);
   if (agt_portfwd_open(j, req->client, req->id, (unsigned)port, err) < 0)
     return -1;
   return 1;

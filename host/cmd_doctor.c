@@ -309,7 +309,9 @@ static const char *agtd_fix(struct doctor *d)
  * have it (a warning when not), a local machine or an ssh host may (its owner's choice). */
 static void machine_rows(struct doctor *d, const char *out)
 {
-  const char *p = strstr(out, "printk "), *dm = strstr(out, "dynmods ");
+  const char *p = strstr(out, "printk "), *dm = strstr(out, "dynmods "),
+             *on = strstr(out, "opennet ");
+  int fwd = 0, br = 0, dns = 0;
   int lima = d->c->target.kind == AGT_TARGET_LIMA;
   enum result miss = lima ? D_WARN : D_OK;
   const char *fix = lima
@@ -332,6 +334,19 @@ static void machine_rows(struct doctor *d, const char *out)
         "console loglevel %d: a jail's out-of-memory kill printed on a serial console holds a "
         "CPU%s",
         level, lima ? "" : " (machine-wide: agtd leaves it to you)");
+  /* network mode open: the bridge, forwarding and the resolvers (the firewall needs root to
+   * read; agtd checks it at every open start) */
+  if (on == NULL || sscanf(on + 8, "%d %d %d", &fwd, &br, &dns) != 3)
+    fwd = br = dns = 0;
+  if (fwd == 1 && br == 1 && dns == 1)
+    row(d, "guest", "open net", D_OK, NULL,
+        "network mode open is set up: bridge agt0, IPv4 forwarding, resolvers for jails");
+  else
+    row(d, "guest", "open net", miss, fix, "network mode open is refused: %s%s",
+        br != 1    ? "no bridge agt0"
+        : fwd != 1 ? "IPv4 forwarding is off"
+                   : "no resolvers for jails (/run/agt-open/resolv.conf)",
+        lima ? "" : " (machine-wide: agtd leaves it to you)");
 }
 
 /* --realtime-starts: the Lima guest's agtd runs with it; elsewhere it is the owner's call. */
@@ -434,6 +449,7 @@ int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     row(&d, "guest", "overlayfs", D_SKIP, NULL, "%s", why);
     row(&d, "guest", "dynmods", D_SKIP, NULL, "%s", why);
     row(&d, "guest", "console log", D_SKIP, NULL, "%s", why);
+    row(&d, "guest", "open net", D_SKIP, NULL, "%s", why);
     row(&d, "guest", "realtime", D_SKIP, NULL, "%s", why);
     row(&d, "guest", "rootfs", D_SKIP, NULL, "%s", why);
   } else {
@@ -444,7 +460,10 @@ int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
                          "echo \"kernel $(uname -r)\"\n"
                          "echo \"printk $(cut -f1 /proc/sys/kernel/printk)\"\n"
                          "echo \"dynmods $(grep -E ' - cgroup2? ' /proc/self/mountinfo | "
-                         "grep -c favordynmods)\"\n";
+                         "grep -c favordynmods)\"\n"
+                         "echo \"opennet $(cat /proc/sys/net/ipv4/ip_forward) "
+                         "$(test -d /sys/class/net/agt0 && echo 1 || echo 0) "
+                         "$(test -s /run/agt-open/resolv.conf && echo 1 || echo 0)\"\n";
     static const char *const need[] = {"mnt", "pid", "net", "ipc", "uts", "cgroup", NULL};
     if (agt_guest_sh(c, script, &out, NULL, &code, &e) < 0 || code != 0) {
       const char *why = e ? e->msg : "the script failed";
@@ -452,6 +471,7 @@ int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
       row(&d, "guest", "overlayfs", D_FAIL, "agt up, then agt shell to look", "%s", why);
       row(&d, "guest", "dynmods", D_FAIL, "agt up, then agt shell to look", "%s", why);
       row(&d, "guest", "console log", D_FAIL, "agt up, then agt shell to look", "%s", why);
+      row(&d, "guest", "open net", D_FAIL, "agt up, then agt shell to look", "%s", why);
       agt_error_release(&e);
     } else {
       cleanup_free char *whole = xstrdup(out); /* out is cut into lines below */

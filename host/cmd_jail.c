@@ -904,7 +904,8 @@ static void say_policy(struct run_opts *o, const char *agent, json_t *res)
     return;
   }
   if (strcmp(mode, "open") == 0) {
-    fprintf(stderr, "agt: network: open (the VM's own network, no proxy)\n");
+    fprintf(stderr, "agt: network: open (the internet through the VM's NAT, not the VM's own "
+                    "services; no proxy)\n");
     return;
   }
   if (json_array_size(allow) == 0) {

@@ -8,8 +8,10 @@
 #   2. agtd and the model server agt verify runs (libexec/agt/model-server), built from the
 #      agt source tree that agt mounts read-only at $PARAM_AgtSourceDir;
 #   3. the machine-wide settings agtd's jails are better off with (machine.sh, beside this
-#      file: cgroup favordynmods, console loglevel), as the oneshot service agt-machine that
-#      runs at every boot before agtd; agtd itself changes nothing machine-wide;
+#      file: cgroup favordynmods, console loglevel, the bridge, firewall and NAT of network
+#      mode open), as the oneshot service agt-machine that runs at every boot before agtd
+#      (after the network and the resolver, whose upstream servers open jails get); agtd
+#      itself changes nothing machine-wide;
 #   4. agtd as a systemd service listening on $PARAM_AgtdSocket, whose group is the Lima
 #      user's group, so that user (the one agt logs in as over SSH) may use it, with
 #      --realtime-starts: this VM exists for the jails, so their starts may outrank the rest.
@@ -30,6 +32,7 @@ packages=(
   libcurl4-openssl-dev
   toybox busybox-static bash-static ripgrep git ca-certificates nodejs npm btrfs-progs
   musl-tools dpkg-dev file
+  iproute2 nftables
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -76,8 +79,10 @@ mv -f /usr/local/libexec/agt/machine.sh.new /usr/local/libexec/agt/machine.sh
 machine_unit=/etc/systemd/system/agt-machine.service
 cat >"$machine_unit.new" <<UNIT
 [Unit]
-Description=agt's machine-wide settings for agtd's jails (cgroup favordynmods, console loglevel)
+Description=agt's machine-wide settings for agtd's jails (cgroup favordynmods, console loglevel, network mode open)
 Before=agtd.service
+Wants=network-online.target
+After=network-online.target systemd-resolved.service
 
 [Service]
 Type=oneshot

@@ -125,6 +125,7 @@ like "each jail has a disk limit" "$OUT" "^guest +jail disk +ok +btrfs, [0-9]+ M
 like "the rootfs of jail.rootfs is built" "$(row guest rootfs)" "^guest +rootfs +ok +'test' is built"
 like "favordynmods is reported" "$(row guest dynmods)" "^guest +dynmods +(ok +the kernel's cgroup flag favordynmods is on|warn +favordynmods is off)"
 like "the console loglevel is reported" "$OUT" "^guest +console log +(ok|warn) +console loglevel [0-9]+"
+like "network mode open's machine settings are reported" "$OUT" "^guest +open net +(ok +network mode open is set up|(ok|warn) +network mode open is refused: )"
 like "realtime starts are reported" "$(row guest realtime)" "^guest +realtime +(ok|warn) +starts "
 like "the summary" "$OUT" "^doctor: [0-9]+ ok, 0 failed, [0-9]+ warnings?, 0 not checked$"
 

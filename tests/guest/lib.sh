@@ -75,6 +75,10 @@ machine_settings() {
   "$SRCDIR/lima/provision/machine.sh" || bail "lima/provision/machine.sh failed"
 }
 [ "${AGT_TEST_MACHINE_SETTINGS:-no}" != yes ] || machine_settings
+# Whether this machine is set up for network mode open (machine.sh's bridge and firewall):
+# agtd refuses the mode otherwise, and the tests of it skip, saying so.
+open_net_ready() { [ -d /sys/class/net/agt0 ] && nft list table inet agt >/dev/null 2>&1; }
+OPEN_NET_SKIP="this machine is not set up for network mode open (lima/provision/machine.sh; the tests run it with AGT_TEST_MACHINE_SETTINGS=yes)"
 
 ctl() { "$AGTD" ctl -s "$SOCK" "$@"; }
 

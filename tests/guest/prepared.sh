@@ -73,10 +73,14 @@ like "a jail on a terminal takes one" "$out" "\(a prepared jail\)$"
 ctl jail wait p4 >/dev/null
 like "and its agent has the terminal" "$(cat "$STATE/workspaces/p4/tty.txt")" "^/dev/pts/[0-9]+$"
 
-# What cannot be prepared starts cold: network mode open shares the guest's namespace.
-wait_ready
-out=$(ctl jail run --name p5 --rootfs "$R" --net open -- /bin/true)
-like "network mode open starts cold" "$out" "^p5 started in [0-9.]+ ms$"
+# What cannot be prepared starts cold: network mode open (its namespace gets a veth pair).
+if open_net_ready; then
+  wait_ready
+  out=$(ctl jail run --name p5 --rootfs "$R" --net open -- /bin/true)
+  like "network mode open starts cold" "$out" "^p5 started in [0-9.]+ ms$"
+else
+  ok "network mode open starts cold # SKIP $OPEN_NET_SKIP"
+fi
 
 # A prepared jail killed from outside is not handed out.
 wait_ready
@@ -116,12 +120,16 @@ like "what the agent forks is SCHED_OTHER" "$logs" "^0 0$"
 like "RLIMIT_RTPRIO is 0 in the jail" "$logs" "^Max realtime priority +0 +0"
 check "the jail cannot make itself realtime" test "$(printf '%s\n' "$logs" | grep -c went-realtime)" = 0
 ctl jail stop p7 100 >/dev/null
-ctl jail run --name p8 --rootfs "$R" --net open -- probe sleep 100 >/dev/null
-sleep 0.3
-pol=$(for p in $(grep -l "/$CG/p8" /proc/[0-9]*/cgroup | cut -d/ -f3); do policy "$p"; done |
-  sort -u | tr '\n' ' ')
-is "a cold start's processes are SCHED_OTHER (cloned by a realtime agtd)" "$pol" "0/0 "
-ctl jail stop p8 100 >/dev/null
+if open_net_ready; then
+  ctl jail run --name p8 --rootfs "$R" --net open -- probe sleep 100 >/dev/null
+  sleep 0.3
+  pol=$(for p in $(grep -l "/$CG/p8" /proc/[0-9]*/cgroup | cut -d/ -f3); do policy "$p"; done |
+    sort -u | tr '\n' ' ')
+  is "a cold start's processes are SCHED_OTHER (cloned by a realtime agtd)" "$pol" "0/0 "
+  ctl jail stop p8 100 >/dev/null
+else
+  ok "a cold start's processes are SCHED_OTHER # SKIP $OPEN_NET_SKIP"
+fi
 
 # Removing the rootfs takes its prepared jails with it.
 for j in p0 p1 p2 p4 p5 p6 p7 p8; do ctl jail rm "$j" >/dev/null; done

@@ -147,10 +147,14 @@ attack unix "E8 unix sockets of the guest, AF_VSOCK, netlink" -- \
   /bin/attack unix "@$GUEST_ABS" "$SOCK"
 attack unix-none "E8 the same with network mode none" --net none -- \
   /bin/attack unix "@$GUEST_ABS" "$SOCK"
-# Network mode open shares the guest's network namespace, and with it the guest's abstract
-# unix sockets: only Landlock's scoping keeps the jail from them.
-attack unix-open "E8 abstract sockets of the guest with network mode open" --net open -- \
-  /bin/attack abstract "@$GUEST_ABS" "@/org/freedesktop/systemd1/notify"
+# Network mode open: a namespace of its own too (with a veth pair out), so the guest's
+# abstract unix sockets are not in it.
+if open_net_ready; then
+  attack unix-open "E8 abstract sockets of the guest with network mode open" --net open -- \
+    /bin/attack abstract "@$GUEST_ABS" "@/org/freedesktop/systemd1/notify"
+else
+  ok "E8 abstract sockets of the guest with network mode open # SKIP $OPEN_NET_SKIP"
+fi
 check "E8 the guest's abstract socket never accepted a connection from a jail" \
   test ! -e "$T/unix-accepted"
 
@@ -280,7 +284,9 @@ kill "$H4" "$H6" "$U" 2>/dev/null
 # E17: cross-jail reach.  Two jails at once, each leaving files, an abstract socket and SysV
 # IPC objects, each looking for the other's; then the same in network mode open.
 WSD=$STATE/workspaces
-for mode in allow open; do
+modes=allow
+if open_net_ready; then modes="allow open"; else ok "E17 in network mode open # SKIP $OPEN_NET_SKIP"; fi
+for mode in $modes; do
   ctl jail run --name "xa-$mode" --rootfs "$R" --net "$mode" -- \
     /bin/attack xjail "A$mode" "B$mode" "$WSD/xb-$mode" 4 >/dev/null
   ctl jail run --name "xb-$mode" --rootfs "$R" --net "$mode" -- \
