@@ -55,6 +55,8 @@ enum {
   OPT_AGTD_PID,
   OPT_ONLY,
   OPT_GAP,
+  OPT_NET,
+  OPT_DISK,
 };
 
 static const struct agt_opt options[] = {
@@ -72,12 +74,14 @@ static const struct agt_opt options[] = {
     {OPT_AGTD_PID, "agtd-pid", "PID", "agtd's pid, for its RSS"},
     {OPT_ONLY, "only", "TOOL", "latency, memory: run only agtd or only bwrap (both)"},
     {OPT_GAP, "gap-ms", "MS", "latency: pause between starts, not measured (0)"},
+    {OPT_DISK, "disk", "BYTES", "agtd's jails: what each may write to its root (agtd's default)"},
+    {OPT_NET, "net", "MODE", "agtd's jails: network mode none, allow or open (agtd's default)"},
     {0, NULL, NULL, NULL},
 };
 
 struct cfg {
-  const char *socket, *rootfs_id, *root, *workspace, *bwrap, *seccomp, *only;
-  uint64_t runs, warmup, count, settle_ms, uid, agtd_pid, gap_ms;
+  const char *socket, *rootfs_id, *root, *workspace, *bwrap, *seccomp, *only, *net;
+  uint64_t runs, warmup, count, settle_ms, uid, agtd_pid, gap_ms, disk;
 };
 
 static int set_opt(void *ctx, int key, const char *arg, agt_error_t *err)
@@ -122,6 +126,11 @@ static int set_opt(void *ctx, int key, const char *arg, agt_error_t *err)
     return 0;
   case OPT_GAP:
     return agt_parse_u64("--gap-ms", arg, &c->gap_ms, err);
+  case OPT_NET:
+    c->net = arg;
+    return 0;
+  case OPT_DISK:
+    return agt_parse_u64("--disk", arg, &c->disk, err);
   default:
     return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
   }
@@ -380,6 +389,11 @@ static int agtd_run(agt_rpc_t *r, const struct cfg *c, const char *name, const c
   json_t *params = json_pack("{s:s, s:s, s:s, s:o}", "name", name, "rootfs", c->rootfs_id,
                              "workspace", c->workspace, "argv", argv_json(argv));
   json_t *res = NULL;
+
+  if (c->net)
+    json_object_set_new(params, "network", json_pack("{s:s}", "mode", c->net));
+  if (c->disk) /* many jails at once: the default limit (an eighth of the disk) allows 8 */
+    json_object_set_new(params, "limits", json_pack("{s:I}", "disk", (json_int_t)c->disk));
   int ret;
 
   *t0 = now_ns();

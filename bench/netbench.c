@@ -1,7 +1,7 @@
 /* netbench: the egress proxy's cost, measured from inside jails (bench/proxy.sh).
  *
- *   netbench serve PORT
- *       on 127.0.0.1:PORT, a process per connection: first byte 'e' = echo 64-byte messages,
+ *   netbench serve PORT [ADDR]
+ *       on ADDR:PORT (127.0.0.1), a process per connection: first byte 'e' = echo 64-byte messages,
  *       'b' = read an 8-byte count N, then send N bytes.
  *   netbench run HOST PORT ROUNDS BYTES [PROXYPORT]
  *       ROUNDS new connections (timed to the first echoed message), then ROUNDS round trips
@@ -82,12 +82,15 @@ static void serve_one(int c)
   }
 }
 
-static int serve(int port)
+static int serve(int port, const char *addr)
 {
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
 
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
+    fprintf(stderr, "netbench serve: not an IPv4 address: %s\n", addr);
+    return 2;
+  }
   setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s, 128) < 0) {
     perror("netbench serve");
@@ -98,7 +101,7 @@ static int serve(int port)
     getsockname(s, (struct sockaddr *)&sa, &len);
   }
   signal(SIGCHLD, SIG_IGN);
-  printf("serving on 127.0.0.1:%d\n", ntohs(sa.sin_port));
+  printf("serving on %s:%d\n", addr, ntohs(sa.sin_port));
   fflush(stdout);
   for (;;) {
     int c = accept(s, NULL, NULL);
@@ -223,11 +226,12 @@ static int run(const char *host, int port, int rounds, uint64_t bytes, int proxy
 
 int main(int argc, char **argv)
 {
-  if (argc == 3 && strcmp(argv[1], "serve") == 0)
-    return serve(atoi(argv[2]));
+  if ((argc == 3 || argc == 4) && strcmp(argv[1], "serve") == 0)
+    return serve(atoi(argv[2]), argc == 4 ? argv[3] : "127.0.0.1");
   if ((argc == 6 || argc == 7) && strcmp(argv[1], "run") == 0)
     return run(argv[2], atoi(argv[3]), atoi(argv[4]), strtoull(argv[5], NULL, 10),
                argc == 7 ? atoi(argv[6]) : 0);
-  fprintf(stderr, "usage: netbench serve PORT | netbench run HOST PORT ROUNDS BYTES [PROXYPORT]\n");
+  fprintf(stderr,
+          "usage: netbench serve PORT [ADDR] | netbench run HOST PORT ROUNDS BYTES [PROXYPORT]\n");
   return 2;
 }

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The egress proxy's cost (part of `just bench`; docs/BENCH.md): the same client, inside a
-# jail, reaches the same server on the guest's loopback directly (network mode open: the
-# guest's network) and through agtd's proxy (mode allow, the server's address on the
-# allowlist).  Reports connection setup, request round trips and bulk throughput side by side.
+# jail, reaches the same server directly (network mode open: through the guest's bridge and
+# NAT) and through agtd's proxy (mode allow, the server's address on the allowlist).  The
+# server stands in for the internet: a network namespace of the bench's own, joined to the
+# guest by a veth pair (guest 203.0.113.17, server 203.0.113.18), since an open jail does not
+# reach the guest's own addresses.  Needs the machine set up for mode open (`just machine`).
+# Reports connection setup, request round trips and bulk throughput side by side.
 set -euo pipefail
 
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,6 +23,8 @@ die() {
 }
 [ "$(id -u)" = 0 ] || die "the benchmarks need root"
 for f in "$AGTD" "$NETBENCH" "$PROBE"; do [ -x "$f" ] || die "$f is missing: build first"; done
+[ -d /sys/class/net/agt0 ] ||
+  die "the machine is not set up for network mode open (the direct runs): as root, just machine"
 
 T=$(mktemp -d /tmp/agt-proxy-bench.XXXXXX)
 chmod 755 "$T"
@@ -27,8 +32,12 @@ SOCK=$T/agtd.sock
 CG=agt-pbench-$$
 AGTD_PID=
 SRV_PID=
+SRV_NS=agt-pbench-$$
+SRV=203.0.113.18
 cleanup() {
   [ -n "$SRV_PID" ] && kill "$SRV_PID" 2>/dev/null
+  ip link del "agtpb$$" 2>/dev/null
+  ip netns del "$SRV_NS" 2>/dev/null
   if [ -n "$AGTD_PID" ]; then
     # jails outlive agtd (their keepers): remove them first
     ctl jail ls 2>/dev/null | awk 'NR > 1 {print $1}' | while read -r j; do
@@ -59,10 +68,17 @@ cat >>"$T/m.yaml" <<EOM
 EOM
 ROOT=$(ctl rootfs build "$T/m.yaml" --no-download | cut -d' ' -f1)
 
-"$NETBENCH" serve 0 >"$T/server.out" 2>&1 &
+ip netns add "$SRV_NS"
+ip link add "agtpb$$" type veth peer name eth0 netns "$SRV_NS"
+ip addr add 203.0.113.17/28 dev "agtpb$$"
+ip link set "agtpb$$" up
+ip -n "$SRV_NS" addr add "$SRV/28" dev eth0
+ip -n "$SRV_NS" link set eth0 up
+ip -n "$SRV_NS" link set lo up
+ip netns exec "$SRV_NS" "$NETBENCH" serve 0 "$SRV" >"$T/server.out" 2>&1 &
 SRV_PID=$!
 for _ in $(seq 1 100); do grep -q serving "$T/server.out" && break; sleep 0.05; done
-PORT=$(sed -n 's/^serving on 127.0.0.1:\([0-9]*\)$/\1/p' "$T/server.out")
+PORT=$(sed -n "s/^serving on $SRV:\([0-9]*\)\$/\1/p" "$T/server.out")
 [ -n "$PORT" ] || die "the benchmark server did not start: $(cat "$T/server.out")"
 
 bench_in_jail() { # NAME ARGS... -> the client's output
@@ -96,9 +112,9 @@ wait_ns=0
 slices=0
 cpu_ns=0
 for i in $(seq 1 "$PAIRS"); do
-  d=$(measure "direct-$i" --net open -- netbench run 127.0.0.1 "$PORT" "$ROUNDS" "$BYTES")
+  d=$(measure "direct-$i" --net open -- netbench run "$SRV" "$PORT" "$ROUNDS" "$BYTES")
   read -r c0 w0 s0 <<<"$(sched)"
-  p=$(measure "proxied-$i" --allow "127.0.0.1:$PORT" -- netbench run 127.0.0.1 "$PORT" "$ROUNDS" "$BYTES" 3128)
+  p=$(measure "proxied-$i" --allow "$SRV:$PORT" -- netbench run "$SRV" "$PORT" "$ROUNDS" "$BYTES" 3128)
   read -r c1 w1 s1 <<<"$(sched)"
   cpu_ns=$((cpu_ns + c1 - c0))
   wait_ns=$((wait_ns + w1 - w0))
