@@ -160,6 +160,22 @@ out=$(ctl jail run --name p --rootfs "$R" -- /bin/sh -c 'ip -4 -o addr; timeout 
 unlike "a jail in mode allow has no eth0" "$out" "eth0"
 like "and no direct way out" "$out" "^failed: tcp 203.0.113.2"
 
+# jail port reaches an open jail's own port, as any jail's (it was refused while open jails
+# shared the guest's network)
+ctl jail port b 47103 0 >"$T/port.out" 2>"$T/port.err" &
+PORTER=$!
+LPIDS="$LPIDS $PORTER"
+wait_until 10 grep -q forwarding "$T/port.out"
+LPORT=$(sed -n 's/^forwarding 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/port.out")
+if [ -n "$LPORT" ]; then
+  is "jail port reaches an open jail's port" \
+    "$(python3 -c 'import socket, sys; print(socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5).makefile().readline().strip())' "$LPORT")" b
+else
+  not_ok "jail port reaches an open jail's port"
+  sed 's/^/#   /' "$T/port.err"
+fi
+kill "$PORTER" 2>/dev/null
+
 # the veth pair goes with the jail
 ctl jail rm b --force >/dev/null
 check "the guest's end of a removed jail's veth pair is gone" \
