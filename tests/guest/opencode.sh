@@ -70,7 +70,7 @@ else
 fi
 
 # A real agent turn against the test model server, reachable only because it is on the
-# jail's allowlist: its bash tool writes a file into the jail's workspace.
+# jail's allowlist: its write tool writes a file into the jail's workspace.
 command -v ip >/dev/null || bail "ip (iproute2) is needed for the test provider's namespace"
 provider_start
 CFG='{"$schema":"https://opencode.ai/config.json","provider":{"local":{"npm":"@ai-sdk/openai-compatible","name":"Local test model","options":{"baseURL":"http://'$PROVIDER':8080/v1","apiKey":"sk-local"},"models":{"mock":{"name":"Mock","tool_call":true}}}},"model":"local/mock","small_model":"local/mock","autoupdate":false,"share":"disabled","permission":{"bash":"allow","edit":"allow","webfetch":"deny"}}'
