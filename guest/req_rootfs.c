@@ -1,6 +1,8 @@
 /* rootfs.* requests.  Builds copy hundreds of megabytes, so they run in libuv's threadpool
  * and answer when done; the loop keeps serving meanwhile. */
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,12 +16,53 @@
 
 #define MAX_PENDING_BUILDS 4
 
+/* Whom a build reads host files as: the client that asked (its uid, its gid from
+ * SO_PEERCRED and the groups its passwd entry's name is in), so that a member of agtd's
+ * socket group cannot have root-only files copied into a rootfs.  Root reads as root:
+ * returns 0 and leaves r->uid at 0 with the caller passing no reader. */
+struct client_reader {
+  struct agt_rootfs_reader r;
+  gid_t groups[AGT_ROOTFS_MAX_GROUPS];
+  int use;
+};
+
+static int client_reader(agt_req_t *req, struct client_reader *cr, agt_error_t *err)
+{
+  agt_client_t *c = req->client;
+  struct passwd pw, *pwp = NULL;
+  char buf[4096];
+  int n = AGT_ROOTFS_MAX_GROUPS;
+
+  memset(cr, 0, sizeof *cr);
+  if (c == NULL || c->uid == (uid_t)-1 || c->gid == (gid_t)-1)
+    return agt_error_kind(err, AGT_E_STATE,
+                          "the client's uid is unknown (SO_PEERCRED): a build reads host files as "
+                          "the user who asks");
+  if (c->uid == 0)
+    return 0;
+  cr->use = 1;
+  cr->r.uid = c->uid;
+  cr->r.gid = c->gid;
+  cr->r.groups = cr->groups;
+  if (getpwuid_r(c->uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp != NULL) {
+    if (getgrouplist(pw.pw_name, c->gid, cr->groups, &n) < 0)
+      return agt_error_kind(err, AGT_E_LIMIT, "uid %u is in more than %d groups", (unsigned)c->uid,
+                            AGT_ROOTFS_MAX_GROUPS);
+    cr->r.ngroups = (size_t)n;
+  } else {
+    cr->groups[0] = c->gid; /* no passwd entry: its own group only */
+    cr->r.ngroups = 1;
+  }
+  return 0;
+}
+
 struct build_job {
   uv_work_t work;
   agtd_t *d;
   char *store;
   char *manifest;
   struct agt_rootfs_build_opts opts;
+  struct client_reader reader;
   json_t *info;
   agt_error_t err;
   agt_pending_t *waiters;
@@ -72,6 +115,11 @@ int agt_req_rootfs_build(agt_req_t *req, json_t **result, agt_error_t *err)
     return agt_error_kind(err, AGT_E_LIMIT, "%d rootfs builds are running already",
                           MAX_PENDING_BUILDS);
   b = xzalloc(sizeof *b);
+  if (client_reader(req, &b->reader, err) < 0) {
+    free(b);
+    return -1;
+  }
+  b->opts.reader = b->reader.use ? &b->reader.r : NULL;
   b->d = req->d;
   b->store = xstrdup(req->d->rootfs_dir);
   b->manifest = xstrdup(manifest);
@@ -90,6 +138,7 @@ struct update_job {
   char *store;
   char **names; /* NULL-terminated */
   struct agt_rootfs_build_opts opts;
+  struct client_reader reader;
   json_t *updates;
   agt_pending_t *waiters;
 };
@@ -155,6 +204,11 @@ int agt_req_rootfs_update(agt_req_t *req, json_t **result, agt_error_t *err)
     return agt_error_kind(err, AGT_E_LIMIT, "%d rootfs builds are running already",
                           MAX_PENDING_BUILDS);
   u = xzalloc(sizeof *u);
+  if (client_reader(req, &u->reader, err) < 0) {
+    free(u);
+    return -1;
+  }
+  u->opts.reader = u->reader.use ? &u->reader.r : NULL;
   if (name) {
     if (agtd_rootfs_resolve(req->d, name, &info, err) < 0) {
       free(u);

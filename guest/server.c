@@ -447,10 +447,12 @@ static void connection_cb(uv_stream_t *server, int status)
     return;
   }
   c->uid = (uid_t)-1;
+  c->gid = (gid_t)-1;
   c->pid = 0;
   if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 &&
       getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
     c->uid = cred.uid;
+    c->gid = cred.gid;
     c->pid = cred.pid;
   }
   uv_timer_init(d->loop, &c->hello_timer);

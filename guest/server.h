@@ -29,6 +29,7 @@ struct agt_client_s {
   int held;                      /* not reading for now */
   struct agt_exec_s *exec;       /* jail.exec: the command whose output this carries */
   uid_t uid;                     /* the peer's, from SO_PEERCRED */
+  gid_t gid;                     /* ... */
   pid_t pid;
   /* Deadlines: the hello, from the connection on; a frame, from its first byte on.  An
    * idle connection between frames has none (jail.wait, logs -f, attach, relays). */

@@ -15,14 +15,26 @@
 #define AGT_ROOTFS_H
 
 #include <jansson.h>
+#include <sys/types.h>
 
 #include "error.h"
+
+/* Whom a build reads host files as (the client that asked): the manifest, its host and env
+ * sources, trees, the library closure.  Writes into the store stay the caller's. */
+#define AGT_ROOTFS_MAX_GROUPS 256
+struct agt_rootfs_reader {
+  uid_t uid;
+  gid_t gid;
+  size_t ngroups;
+  const gid_t *groups;
+};
 
 struct agt_rootfs_build_opts {
   int allow_download; /* may fetch `download` sources (upstream static toybox) */
   const char *arch;   /* NULL: the machine's (uname -m) */
-  int dry_run;        /* resolve and read every input, write nothing: *info has "id" (what a
-                       * build would give now), "name", "manifest", "sources", "inputs" */
+  const struct agt_rootfs_reader *reader; /* NULL: read as the caller (agtd: root) */
+  int dry_run; /* resolve and read every input, write nothing: *info has "id" (what a
+                * build would give now), "name", "manifest", "sources", "inputs" */
 };
 
 /* Build the manifest at manifest_path into the store.  On success *info is a new JSON object:

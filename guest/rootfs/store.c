@@ -33,6 +33,7 @@
 #include "fetch.h"
 #include "manifest.h"
 #include "names.h"
+#include "reader.h"
 #include "tree.h"
 #include "xalloc.h"
 
@@ -89,6 +90,7 @@ struct applet_job {
 
 struct build {
   const struct rootfs_manifest *m;
+  struct rootfs_reader rd; /* whom host files are read as (the client) */
   const struct arch_info *ai;
   int allow_download;
   struct rootfs_tree *t;
@@ -688,6 +690,30 @@ static int try_download(struct build *b, const struct rootfs_entry *e,
   return 1;
 }
 
+/* A source that exists must be readable by the client: a file it may not read is refused
+ * (never copied with agtd's rights, never skipped for the next candidate in silence).  The
+ * build is reading as the client here (plan), so open() says. */
+static int readable_check(struct build *b, const struct rootfs_entry *e,
+                          const struct rootfs_source *s, const char *path, int want_dir,
+                          agt_error_t *err)
+{
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (want_dir ? O_DIRECTORY : 0));
+
+  if (fd >= 0) {
+    close(fd);
+    return 0;
+  }
+  if ((errno == EACCES || errno == EPERM) && b->rd.as)
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "%s:%d:%d: %s: '%s' is not readable by uid %u, who asked for this build "
+                          "(%s): agtd reads a manifest's host files with the rights of the user "
+                          "who asks",
+                          b->m->file, s->line, s->col, e->path, path, (unsigned)b->rd.as->uid,
+                          strerror(errno));
+  return agt_error_make(err, errno, "%s:%d:%d: %s: open '%s'", b->m->file, s->line, s->col, e->path,
+                        path);
+}
+
 /* Pick the first usable source of a file or tree entry.  Returns 1 with *src and *used, 0 when
  * none was usable and the entry is optional, -1 on error. */
 static int pick_source(struct build *b, const struct rootfs_entry *e, char **src, json_t **used,
@@ -704,7 +730,11 @@ static int pick_source(struct build *b, const struct rootfs_entry *e, char **src
     struct stat st;
 
     if (s->kind == ROOTFS_SRC_DOWNLOAD) {
-      r = try_download(b, e, s, tried, src, used, err);
+      if (rootfs_reader_leave(&b->rd, err) < 0)
+        goto fail;
+      r = try_download(b, e, s, tried, src, used, err); /* writes into the store */
+      if (r >= 0 && rootfs_reader_enter(&b->rd, err) < 0)
+        r = -1;
       if (r < 0)
         goto fail;
       if (r == 1)
@@ -736,6 +766,8 @@ static int pick_source(struct build *b, const struct rootfs_entry *e, char **src
                        s->col, e->path, s->env, v, want_dir ? "directory" : "regular file");
         goto fail;
       }
+      if (readable_check(b, e, s, v, want_dir, err) < 0)
+        goto fail;
       *src = xstrdup(v);
       *used = json_pack("{s:s, s:s, s:s}", "kind", "env", "env", s->env, "path", v);
       json_object_set_new(*used, "summary", json_sprintf("$%s = %s", s->env, v));
@@ -752,6 +784,8 @@ static int pick_source(struct build *b, const struct rootfs_entry *e, char **src
             tried, tried_item(label, want_dir ? "not a directory" : "not a regular file"));
         continue;
       }
+      if (readable_check(b, e, s, *p, want_dir, err) < 0)
+        goto fail;
       *src = xstrdup(*p);
       *used = json_pack("{s:s, s:s}", "kind", "host", "path", *p);
       if (s->package) {
@@ -1093,6 +1127,19 @@ static json_t *inputs_of(struct build *b)
   return out;
 }
 
+/* A build thread that cannot go back to agtd's own identity must not run anything else
+ * (libuv reuses it): stop agtd rather than write the store, or serve the next build, as a
+ * client. */
+static void reader_leave_or_die(const struct rootfs_reader *rd)
+{
+  agt_error_t e = NULL;
+
+  if (rootfs_reader_leave(rd, &e) < 0) {
+    fprintf(stderr, "agtd: fatal: %s\n", e->msg);
+    abort();
+  }
+}
+
 /* ---- the store on disk ---- */
 
 static int rm_rf_at(int dfd, const char *name, int depth)
@@ -1373,12 +1420,21 @@ int agt_rootfs_build(const char *store_dir, const char *manifest_path,
   if (b.ai == NULL)
     return agt_error_kind(err, AGT_E_INVALID, "unsupported architecture '%s'", arch);
   b.allow_download = opts ? opts->allow_download : 0;
+  if (rootfs_reader_init(&b.rd, opts ? opts->reader : NULL, err) < 0)
+    return -1;
 
+  /* the manifest, as the client */
+  if (rootfs_reader_enter(&b.rd, err) < 0) {
+    reader_leave_or_die(&b.rd);
+    return -1;
+  }
   m = rootfs_manifest_load(manifest_path, err);
+  if (m)
+    mpath = realpath(manifest_path, NULL);
+  reader_leave_or_die(&b.rd);
   if (m == NULL)
     return -1;
   b.m = m;
-  mpath = realpath(manifest_path, NULL);
   b.t = rootfs_tree_new(m->merged_usr, b.ai->bits == 64);
   b.sources = json_object();
   b.warnings = json_array();
@@ -1409,9 +1465,15 @@ int agt_rootfs_build(const char *store_dir, const char *manifest_path,
   close(lock_fd);
   lock_fd = -1;
 
-  /* plan, then write */
-  if (plan(&b, err) < 0)
+  /* plan (reading as the client), then write (as agtd; the tree reads its sources as the
+   * client again) */
+  r = rootfs_reader_enter(&b.rd, err);
+  if (r == 0)
+    r = plan(&b, err);
+  reader_leave_or_die(&b.rd);
+  if (r < 0)
     goto out;
+  rootfs_tree_set_reader(b.t, &b.rd);
   if (opts && opts->dry_run) {
     if (rootfs_tree_write(b.t, -1, &st, id, err) < 0) {
       agt_error_wrap(err, "read the inputs of '%s'", manifest_path);

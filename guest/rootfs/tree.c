@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 
 #include "cleanup.h"
+#include "reader.h"
 #include "xalloc.h"
 
 #define MAX_HOPS 40
@@ -22,6 +23,7 @@ struct rootfs_tree {
   size_t n, cap;
   size_t *slots; /* open addressing: node index + 1, 0 = empty */
   size_t nslots;
+  const struct rootfs_reader *rd; /* sources are opened as this reader */
 };
 
 void rootfs_hex(const unsigned char sha[32], char out[65])
@@ -442,8 +444,13 @@ static int set_owner_mode(int fd, unsigned mode, const char *path, agt_error_t *
   return 0;
 }
 
-static int write_file(struct rootfs_node *n, int pfd, const char *leaf, unsigned char *buf,
-                      agt_error_t *err)
+void rootfs_tree_set_reader(struct rootfs_tree *t, const struct rootfs_reader *rd)
+{
+  t->rd = rd;
+}
+
+static int write_file(const struct rootfs_reader *rd, struct rootfs_node *n, int pfd,
+                      const char *leaf, unsigned char *buf, agt_error_t *err)
 {
   cleanup_close int out = -1, in = -1;
   EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -470,7 +477,9 @@ static int write_file(struct rootfs_node *n, int pfd, const char *leaf, unsigned
     n->size = n->len;
   } else {
     struct stat st;
-    in = open(n->src, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    in = rootfs_reader_open(rd, n->src, O_RDONLY | O_CLOEXEC | O_NOCTTY, err);
+    if (in < 0 && *err)
+      goto out;
     if (in < 0 || fstat(in, &st) < 0) {
       agt_error_make(err, errno, "open '%s'", n->src);
       goto out;
@@ -510,8 +519,8 @@ out:
   return ret;
 }
 
-static int write_node(struct rootfs_node *n, int pfd, const char *leaf, unsigned char *buf,
-                      agt_error_t *err)
+static int write_node(const struct rootfs_reader *rd, struct rootfs_node *n, int pfd,
+                      const char *leaf, unsigned char *buf, agt_error_t *err)
 {
   if (pfd < 0 && n->type != ROOTFS_NODE_FILE) /* hashing only */
     return 0;
@@ -531,7 +540,7 @@ static int write_node(struct rootfs_node *n, int pfd, const char *leaf, unsigned
       return agt_error_make(err, errno, "chown '%s'", n->path);
     return 0;
   }
-  return write_file(n, pfd, leaf, buf, err);
+  return write_file(rd, n, pfd, leaf, buf, err);
 }
 
 static int hash_node(EVP_MD_CTX *md, const struct rootfs_node *n)
@@ -588,7 +597,7 @@ int rootfs_tree_write(struct rootfs_tree *t, int root_fd, struct rootfs_tree_sta
       free(cached);
       cached = steal_pointer(&dir);
     }
-    if (write_node(n, pfd, slash + 1, buf, err) < 0)
+    if (write_node(t->rd, n, pfd, slash + 1, buf, err) < 0)
       return -1;
     if (n->type == ROOTFS_NODE_FILE) {
       st->files++;

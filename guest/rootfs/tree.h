@@ -73,6 +73,10 @@ int rootfs_tree_add_link(struct rootfs_tree *t, const char *path, const char *ta
  * inputs of their own, not of the entry that needed them first. */
 void rootfs_tree_set_input(struct rootfs_tree *t, const char *path, const char *input);
 
+/* Open the sources of files as this reader when writing (rootfs/reader.h; NULL: as is). */
+struct rootfs_reader;
+void rootfs_tree_set_reader(struct rootfs_tree *t, const struct rootfs_reader *rd);
+
 /* Write every node under root_fd (an empty directory), root-owned when running as root, and
  * compute the tree's id: the sha256 over its sorted nodes (path, type, mode, symlink target,
  * sha256 of the content), as 64 lowercase hex digits.  root_fd < 0: write nothing, only read
