@@ -114,6 +114,33 @@ void agt_opts_permute(int argc, char **argv, const struct agt_opt *opts)
     argv[w++] = ops[k];
 }
 
+/* One option's argument into the field its entry points at, or to the callback. */
+static int take(const struct agt_opt *o, const char *arg, agt_opt_fn fn, void *ctx,
+                agt_error_t *err)
+{
+  void *field = (char *)ctx + o->off;
+
+  switch (o->kind) {
+  case AGT_OPT_SET:
+    *(int *)field = o->val;
+    return 0;
+  case AGT_OPT_STR:
+    *(const char **)field = arg;
+    return 0;
+  case AGT_OPT_U64: {
+    cleanup_free char *what = xasprintf("--%s", o->name);
+    return agt_parse_u64(what, arg, (uint64_t *)field, err);
+  }
+  case AGT_OPT_FN:
+    return o->fn(o, field, arg, err);
+  case AGT_OPT_CALL:
+  default:
+    if (fn == NULL)
+      return agt_error_kind(err, AGT_E_INVALID, "unexpected option '--%s'", o->name);
+    return fn(ctx, o->key, arg, err);
+  }
+}
+
 int agt_opts_parse(int argc, char **argv, const struct agt_opt *opts, agt_opt_fn fn, void *ctx,
                    agt_error_t *err)
 {
@@ -133,7 +160,7 @@ int agt_opts_parse(int argc, char **argv, const struct agt_opt *opts, agt_opt_fn
   for (size_t i = 0; i < n; i++) {
     lo[i].name = opts[i].name;
     lo[i].has_arg = opts[i].arg ? required_argument : no_argument;
-    lo[i].val = opts[i].key;
+    lo[i].val = 256 + (int)i; /* the entry's index: long-only keys need not be unique */
     if (opts[i].key > 0 && opts[i].key < 256) {
       *p++ = (char)opts[i].key;
       if (opts[i].arg)
@@ -149,6 +176,7 @@ int agt_opts_parse(int argc, char **argv, const struct agt_opt *opts, agt_opt_fn
 #endif
   opterr = 0;
   while ((c = getopt_long(argc, argv, so, lo, NULL)) != -1) {
+    const struct agt_opt *o = NULL;
     if (c == 'h')
       return -2;
     if (c == '?') {
@@ -159,7 +187,14 @@ int agt_opts_parse(int argc, char **argv, const struct agt_opt *opts, agt_opt_fn
     }
     if (c == ':')
       return agt_error_kind(err, AGT_E_INVALID, "option '%s' needs an argument", argv[optind - 1]);
-    if (fn(ctx, c, optarg, err) < 0)
+    if (c >= 256 && (size_t)(c - 256) < n)
+      o = &opts[c - 256];
+    for (size_t i = 0; o == NULL && i < n; i++)
+      if (opts[i].key == c)
+        o = &opts[i];
+    if (o == NULL)
+      return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
+    if (take(o, optarg, fn, ctx, err) < 0)
       return -1;
   }
   return optind;

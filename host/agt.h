@@ -64,23 +64,32 @@ struct agt_subcmd {
 int agt_subcmd_run(struct agt_ctx *c, const char *cmd, const char *summary,
                    const struct agt_subcmd *subs, size_t n, int argc, char **argv,
                    agt_error_t *err);
-/* An option callback for commands whose only option is --json (ctx: int *). */
-int agt_opt_json_only(void *ctx, int key, const char *arg, agt_error_t *err);
 #define AGT_OPT_JSON 1000
-#define AGT_OPT_JSON_ENTRY                                                                         \
-  {                                                                                                \
-    AGT_OPT_JSON, "json", NULL, "print JSON"                                                       \
-  }
+/* --json for a table whose command has a callback (key AGT_OPT_JSON). */
+#define AGT_OPT_JSON_ENTRY AGT_OPT_KEY(AGT_OPT_JSON, "json", NULL, "print JSON")
+/* --json setting the int member f of struct T. */
+#define AGT_OPT_JSON_FIELD(T, f) AGT_OPT_BOOL(AGT_OPT_JSON, "json", T, f, "print JSON")
+/* The flags many commands take, for their option entries to point at. */
+struct agt_flags {
+  int json, quiet, force;
+};
+/* The options of a command whose only one is --json (ctx: struct agt_flags). */
+extern const struct agt_opt agt_json_opts[];
 
-/* --format TEMPLATE, in the table of a command with --json: the command's callback sees
- * --json, and agt_print_out formats what it prints (common/tmpl.h). */
+/* --format TEMPLATE, with --json: agt_print_out formats what --json prints (common/tmpl.h).
+ * AGT_OPT_FORMAT_FIELD sets the int member f of struct T as --json does; in the table of a
+ * command with a callback, AGT_OPT_FORMAT_ENTRY makes the callback see --json. */
 #define AGT_OPT_FORMAT 1001
-#define AGT_OPT_FORMAT_ENTRY                                                                       \
-  {                                                                                                \
-    AGT_OPT_FORMAT, "format", "TEMPLATE",                                                          \
-        "print each item through a Go template: '{{.Name}}\\t{{.State}}', 'table ...' for "        \
-        "columns under a header, or json (a line each)"                                            \
-  }
+#define AGT_OPT_FORMAT_HELP                                                                        \
+  "print each item through a Go template: '{{.Name}}\\t{{.State}}', 'table ...' for columns "      \
+  "under a header, or json (a line each)"
+#define AGT_OPT_FORMAT_ENTRY AGT_OPT_KEY(AGT_OPT_FORMAT, "format", "TEMPLATE", AGT_OPT_FORMAT_HELP)
+#define AGT_OPT_FORMAT_FIELD(T, f)                                                                 \
+  AGT_OPT_CALLBACK(AGT_OPT_FORMAT, "format", "TEMPLATE", T, f, agt_opt_format, 0,                  \
+                   AGT_OPT_FORMAT_HELP)
+int agt_opt_format(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err);
+/* --json and --format (ctx: struct agt_flags). */
+extern const struct agt_opt agt_json_format_opts[];
 
 /* A line on stderr, "agt: ...", unless --quiet. */
 void agt_note(struct agt_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

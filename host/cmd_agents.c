@@ -17,19 +17,16 @@ static const char *str(json_t *o, const char *key)
   return s ? s : "";
 }
 
-enum {
-  OPT_RESET = 256,
-};
-
 struct home_opts {
   int json, reset, yes;
 };
 
 static const struct agt_opt home_opts[] = {
-    {OPT_RESET, "reset", NULL, "empty the home (its login, settings, sessions), after asking"},
-    {'y', "yes", NULL, "with --reset: do not ask first"},
-    AGT_OPT_JSON_ENTRY,
-    {0, NULL, NULL, NULL},
+    AGT_OPT_BOOL(0, "reset", struct home_opts, reset,
+                 "empty the home (its login, settings, sessions), after asking"),
+    AGT_OPT_BOOL('y', "yes", struct home_opts, yes, "with --reset: do not ask first"),
+    AGT_OPT_JSON_FIELD(struct home_opts, json),
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help home_help = {
@@ -37,22 +34,6 @@ static const struct agt_cmd_help home_help = {
     "Show AGENT's home on the target: the directory agtd keeps for you and that agent, "
     "mounted as $HOME in its jails (jail.home), with its size and files.",
     home_opts};
-
-static int home_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  struct home_opts *o = ctx;
-
-  (void)arg;
-  if (key == AGT_OPT_JSON)
-    o->json = 1;
-  else if (key == OPT_RESET)
-    o->reset = 1;
-  else if (key == 'y')
-    o->yes = 1;
-  else
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  return 0;
-}
 
 static void print_home(json_t *res)
 {
@@ -85,7 +66,7 @@ static int agents_home(struct agt_ctx *c, int argc, char **argv, agt_error_t *er
   json_t *params, *res;
   int i, r;
 
-  i = agt_cmd_opts(argc, argv, &home_help, home_opt, &o, err);
+  i = agt_cmd_opts(argc, argv, &home_help, NULL, &o, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
   if (argc - i != 1)

@@ -5,9 +5,13 @@
 
 #include "agt.h"
 
+struct clone_opts {
+  int start;
+};
+
 static const struct agt_opt opts[] = {
-    {'s', "start", NULL, "start the clone too"},
-    {0, NULL, NULL, NULL},
+    AGT_OPT_BOOL('s', "start", struct clone_opts, start, "start the clone too"),
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help help = {
@@ -16,24 +20,16 @@ static const struct agt_cmd_help help = {
     "copy and started again.",
     opts};
 
-static int clone_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  (void)arg;
-  if (key != 's')
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  *(int *)ctx = 1;
-  return 0;
-}
-
 int cmd_clone(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   const char *src = c->target.instance, *dst;
   struct agt_lima_instance in;
   uint64_t timeout = 600;
-  int start = 0, found, i, was_running, r;
+  struct clone_opts o = {0};
+  int found, i, was_running, r;
   agt_error_t e2 = NULL;
 
-  i = agt_cmd_opts(argc, argv, &help, clone_opt, &start, err);
+  i = agt_cmd_opts(argc, argv, &help, NULL, &o, err);
   if (i == -2)
     return 0;
   if (i < 0)
@@ -79,12 +75,12 @@ int cmd_clone(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   }
   if (r < 0)
     return -1;
-  if (start) {
+  if (o.start) {
     agt_note(c, "starting vm '%s'", dst);
     if (agt_lima_start(&c->lima, dst, timeout, err) < 0)
       return agt_error_wrap(err, "vm '%s' cloned, but cannot start", dst);
   }
-  if (start)
+  if (o.start)
     printf("vm '%s' cloned to '%s', which is running\n", src, dst);
   else
     printf("vm '%s' cloned to '%s'; 'agt --instance %s up' starts it\n", src, dst, dst);

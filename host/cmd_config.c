@@ -5,20 +5,16 @@
 
 #include "agt.h"
 
-static const struct agt_opt opts[] = {
-    AGT_OPT_JSON_ENTRY,
-    {0, NULL, NULL, NULL},
-};
-
 static const struct agt_cmd_help help = {
     "agt config show [--json]",
     "Print the merged config (user file, then the repository's .agt/config.yaml, then "
     "variables and flags) and where each value came from.",
-    opts};
+    agt_json_opts};
 
 int cmd_config(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
-  int json = 0, i;
+  struct agt_flags f = {0, 0, 0};
+  int i;
 
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     agt_opts_usage(argc < 2 ? stderr : stdout, help.usage, help.summary, help.opts);
@@ -26,14 +22,14 @@ int cmd_config(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   }
   if (strcmp(argv[1], "show") != 0)
     return agt_error_kind(err, AGT_E_INVALID, "unknown config command '%s' (show)", argv[1]);
-  i = agt_cmd_opts(argc - 1, argv + 1, &help, agt_opt_json_only, &json, err);
+  i = agt_cmd_opts(argc - 1, argv + 1, &help, NULL, &f, err);
   if (i == -2)
     return 0;
   if (i < 0)
     return -1;
   if (i < argc - 1)
     return agt_error_kind(err, AGT_E_INVALID, "agt config show takes no operands");
-  if (json)
+  if (f.json)
     agt_config_show_json(&c->cfg, stdout);
   else
     agt_config_show(&c->cfg, stdout);

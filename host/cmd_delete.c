@@ -12,8 +12,8 @@
 #include "xalloc.h"
 
 static const struct agt_opt opts[] = {
-    {'f', "force", NULL, "do not ask first"},
-    {0, NULL, NULL, NULL},
+    AGT_OPT_BOOL('f', "force", struct agt_flags, force, "do not ask first"),
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help help = {
@@ -116,22 +116,14 @@ static int delete_local(struct agt_ctx *c, int force, agt_error_t *err)
   return 0;
 }
 
-static int delete_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  (void)arg;
-  if (key != 'f')
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  *(int *)ctx = 1;
-  return 0;
-}
-
 int cmd_delete(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   const char *name = c->target.instance;
   struct agt_lima_instance in;
-  int force = 0, found, i;
+  struct agt_flags f = {0, 0, 0};
+  int found, i;
 
-  i = agt_cmd_opts(argc, argv, &help, delete_opt, &force, err);
+  i = agt_cmd_opts(argc, argv, &help, NULL, &f, err);
   if (i == -2)
     return 0;
   if (i < 0)
@@ -139,7 +131,7 @@ int cmd_delete(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   if (i < argc)
     return agt_error_kind(err, AGT_E_INVALID, "agt delete takes no operands");
   if (c->target.kind == AGT_TARGET_LOCAL)
-    return delete_local(c, force, err);
+    return delete_local(c, f.force, err);
   if (agt_need_lima(c, "delete", err) < 0)
     return -1;
   if (agt_vm_state(c, &in, &found, err) < 0)
@@ -149,7 +141,7 @@ int cmd_delete(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     return 0;
   }
   agt_lima_instance_release(&in);
-  if (!force) {
+  if (!f.force) {
     cleanup_free char *q = xasprintf("delete vm '%s' and its disk?", name);
     if (!agt_confirm(q))
       return agt_error_kind(err, AGT_E_INVALID, "vm '%s' not deleted%s", name,

@@ -23,17 +23,11 @@
 #define DISK_FAIL (5ull << 30)  /* less than this free fails */
 #define DISK_WARN (20ull << 30) /* less than this warns */
 
-static const struct agt_opt opts[] = {
-    AGT_OPT_FORMAT_ENTRY,
-    AGT_OPT_JSON_ENTRY,
-    {0, NULL, NULL, NULL},
-};
-
 static const struct agt_cmd_help help = {
     "agt doctor [--json | --format TEMPLATE]",
     "Check the host, the VM and the guest; each failure comes with its fix (--json: the rows as "
     "a JSON array of {area, check, result, detail, fix}).",
-    opts};
+    agt_json_format_opts};
 
 enum result { D_OK, D_WARN, D_FAIL, D_NA, D_SKIP };
 
@@ -367,14 +361,14 @@ static void realtime_row(struct doctor *d, json_t *st)
 int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   struct doctor d = {c, 0, 0, 0, 0, NULL, NULL};
-  int json = 0;
+  struct agt_flags f = {0, 0, 0};
   json_t *st = NULL, *ls = NULL;
   agt_error_t e = NULL;
   char desc[256], na[64];
   const char *state_dir = "/var/lib/agt", *area;
   int i, vm_exists = 0, vm_up, agtd_up = 0;
 
-  i = agt_cmd_opts(argc, argv, &help, agt_opt_json_only, &json, err);
+  i = agt_cmd_opts(argc, argv, &help, NULL, &f, err);
   if (i == -2)
     return 0;
   if (i < 0)
@@ -385,7 +379,7 @@ int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     snprintf(na, sizeof na, "target %s", c->target.kind == AGT_TARGET_LOCAL ? "local" : "ssh://");
     d.na = na;
   }
-  if (json)
+  if (f.json)
     d.json = json_array();
   else
     printf("%-6s %-11s %-6s %s\n", "AREA", "CHECK", "RESULT", "DETAIL");

@@ -15,34 +15,13 @@
 #include "cleanup.h"
 #include "envfile.h"
 #include "jailfmt.h"
+#include "jailspec.h"
 #include "names.h"
 #include "portfwd.h"
 #include "stream.h"
 #include "timefmt.h"
 #include "util.h"
 #include "xalloc.h"
-
-enum {
-  OPT_MEMORY = 256,
-  OPT_PIDS,
-  OPT_CPU,
-  OPT_NOFILE,
-  OPT_TMP,
-  OPT_LOG,
-  OPT_DISK,
-  OPT_NET,
-  OPT_ALLOW,
-  OPT_NO_TTY,
-  OPT_DETACH_KEYS,
-  OPT_SINCE,
-  OPT_UNTIL,
-  OPT_OFFSET,
-  OPT_ENV_FILE,
-  OPT_CPUS,
-  OPT_RM,
-  OPT_ADD_DIR,
-  OPT_LOCKDOWN,
-};
 
 static const char *str(json_t *o, const char *key)
 {
@@ -222,45 +201,69 @@ static int watch_jail(struct agt_ctx *c, const char *name, uint64_t from, int on
 
 /* run */
 
+/* The agent's variables: jail.env, then --env and --env-file. */
+struct run_env {
+  json_t *obj;
+  const char *flag; /* the first of --env or --env-file given, if any */
+};
+
+struct run_opts {
+  struct agt_ctx *c;
+  json_t *params, *allow;
+  struct run_env env;
+  struct agt_jail_spec spec; /* the limits: jail.limits, then the flags */
+  const char *name, *rootfs, *workspace, *net, *keys;
+  int json, detach, tty, rm;
+  char *shown;      /* the workspace on this machine, for the run's first line */
+  json_t *add_dirs; /* --add-dir, as given */
+  int lockdown;
+  size_t env_config;  /* variables from jail.env */
+  json_t *mount_from; /* for each of params.mounts: where it was asked ("--add-dir", FILE:LINE) */
+};
+
+static int env_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err);
+static int net_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err);
+static int allow_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err);
+static int add_dir_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err);
+
+#define DETACH_KEYS_HELP "keys that detach (jail.detach_keys: ctrl-],ctrl-])"
+
 static const struct agt_opt run_opts[] = {
-    {'n', "name", "NAME", "the jail's name (AGENT-xxxxxx)"},
-    {'d', "detach", NULL, "start the jail and return, without attaching to it"},
-    {'t', "tty", NULL, "run on a terminal (the default when attached from one)"},
-    {OPT_NO_TTY, "no-tty", NULL, "run without a terminal"},
-    {OPT_NET, "net", "MODE",
-     "network: none, allow (through agtd's proxy) or open (agents.AGENT.net)"},
-    {OPT_ALLOW, "allow", "HOST[:PORT]",
-     "let the jail reach HOST, or *.SUFFIX (repeatable; added to agents.AGENT.allow)"},
-    {OPT_DETACH_KEYS, "detach-keys", "KEYS", "keys that detach (jail.detach_keys: ctrl-],ctrl-])"},
-    {'r', "rootfs", "REF", "rootfs id, id prefix or manifest name (jail.rootfs: default)"},
-    {'w', "workspace", "DIR",
-     "bound at /work (the current directory inside a writable mount; else a new one)"},
-    {'e', "env", "NAME[=VALUE]",
-     "a variable for the agent (repeatable; jail.env); NAME alone takes agt's own value of it. "
-     "A VALUE here shows in this host's process list: pass secrets by NAME or --env-file"},
-    {OPT_ENV_FILE, "env-file", "FILE",
-     "variables for the agent from FILE: NAME=VALUE lines, # comments (repeatable; the last "
-     "value given for a name wins)"},
-    {OPT_MEMORY, "memory", "SIZE", "memory limit, e.g. 2G, or unlimited (jail.limits.memory)"},
-    {OPT_PIDS, "pids", "N", "process limit, or unlimited (jail.limits.pids)"},
-    {OPT_CPU, "cpu", "MILLI",
-     "CPU limit in thousandths of a core (10 or more), or unlimited (jail.limits.cpu)"},
-    {OPT_CPUS, "cpus", "CORES",
-     "CPU limit in cores, e.g. 1.5, or unlimited (jail.limits.cpu, in thousandths)"},
-    {OPT_RM, "rm", NULL, "remove the jail when it exits (agt waits for it: not with -d)"},
-    {OPT_ADD_DIR, "add-dir", "PATH[:rw]",
-     "bind a directory or file into the jail at the same path, read-only unless :rw "
-     "(repeatable; added to jail.mounts)"},
-    {OPT_LOCKDOWN, "lockdown", NULL,
-     "for an untrusted repository: a throwaway home, no variables, no mounts, network only "
-     "to the agent's default hosts"},
-    {OPT_NOFILE, "nofile", "N", "open file limit (jail.limits.nofile)"},
-    {OPT_TMP, "tmp", "SIZE", "size of the jail's /tmp (jail.limits.tmp)"},
-    {OPT_LOG, "log", "SIZE", "output kept on disk (jail.limits.log)"},
-    {OPT_DISK, "disk", "SIZE",
-     "what the jail may write to its root, 0: no limit (jail.limits.disk)"},
-    AGT_OPT_JSON_ENTRY,
-    {0, NULL, NULL, NULL},
+    AGT_OPT_STRING('n', "name", "NAME", struct run_opts, name, "the jail's name (AGENT-xxxxxx)"),
+    AGT_OPT_BOOL('d', "detach", struct run_opts, detach,
+                 "start the jail and return, without attaching to it"),
+    AGT_OPT_SETINT('t', "tty", struct run_opts, tty, 1,
+                   "run on a terminal (the default when attached from one)"),
+    AGT_OPT_SETINT(0, "no-tty", struct run_opts, tty, 0, "run without a terminal"),
+    AGT_OPT_CALLBACK(0, "net", "MODE", struct run_opts, net, net_opt, 0,
+                     "network: none, allow (through agtd's proxy) or open (agents.AGENT.net)"),
+    AGT_OPT_CALLBACK(
+        0, "allow", "HOST[:PORT]", struct run_opts, allow, allow_opt, 0,
+        "let the jail reach HOST, or *.SUFFIX (repeatable; added to agents.AGENT.allow)"),
+    AGT_OPT_STRING(0, "detach-keys", "KEYS", struct run_opts, keys, DETACH_KEYS_HELP),
+    AGT_OPT_STRING('r', "rootfs", "REF", struct run_opts, rootfs,
+                   "rootfs id, id prefix or manifest name (jail.rootfs: default)"),
+    AGT_OPT_STRING('w', "workspace", "DIR", struct run_opts, workspace,
+                   "bound at /work (the current directory inside a writable mount; else a new "
+                   "one)"),
+    AGT_OPT_CALLBACK('e', "env", "NAME[=VALUE]", struct run_opts, env, env_opt, 0,
+                     "a variable for the agent (repeatable; jail.env); NAME alone takes agt's own "
+                     "value of it. A VALUE here shows in this host's process list: pass secrets "
+                     "by NAME or --env-file"),
+    AGT_OPT_CALLBACK(0, "env-file", "FILE", struct run_opts, env, env_opt, 1,
+                     "variables for the agent from FILE: NAME=VALUE lines, # comments "
+                     "(repeatable; the last value given for a name wins)"),
+    AGT_JAIL_LIMIT_OPTS_CONFIG(struct run_opts, spec),
+    AGT_OPT_BOOL(0, "rm", struct run_opts, rm,
+                 "remove the jail when it exits (agt waits for it: not with -d)"),
+    AGT_OPT_CALLBACK(0, "add-dir", "PATH[:rw]", struct run_opts, add_dirs, add_dir_opt, 0,
+                     "bind a directory or file into the jail at the same path, read-only unless "
+                     ":rw (repeatable; added to jail.mounts)"),
+    AGT_OPT_BOOL(0, "lockdown", struct run_opts, lockdown,
+                 "for an untrusted repository: a throwaway home, no variables, no mounts, "
+                 "network only to the agent's default hosts"),
+    AGT_OPT_JSON_FIELD(struct run_opts, json),
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help run_help = {
@@ -274,53 +277,22 @@ static const struct agt_cmd_help create_help = {
     "Create a jail as 'agt jail run' would, without starting it ('agt jail start' does).",
     run_opts};
 
-struct run_opts {
-  struct agt_ctx *c;
-  json_t *params, *limits, *env, *allow;
-  const char *workspace, *net, *keys;
-  int json, detach, tty, rm;
-  char *shown;      /* the workspace on this machine, for the run's first line */
-  json_t *add_dirs; /* --add-dir, as given */
-  int lockdown;
-  const char *env_flag; /* the first of --env or --env-file given, if any */
-  size_t env_config;    /* variables from jail.env */
-  json_t *mount_from;   /* for each of params.mounts: where it was asked ("--add-dir", FILE:LINE) */
-};
-
-/* memory, pids and cpu may be "unlimited" (0 is refused); the others are numbers. */
-static int set_limit(struct run_opts *o, const char *key, const char *v, int size, agt_error_t *err)
-{
-  uint64_t n;
-
-  if (strcmp(key, "memory") == 0 || strcmp(key, "pids") == 0 || strcmp(key, "cpu") == 0) {
-    cleanup_free char *what = xasprintf("--%s", key);
-    if (agt_parse_limit(what, v, size, &n, err) < 0)
-      return -1;
-    json_object_set_new(o->limits, key, agt_limit_json(n));
-    return 0;
-  }
-  if ((size ? agt_parse_size(key, v, &n, err) : agt_parse_u64(key, v, &n, err)) < 0)
-    return -1;
-  json_object_set_new(o->limits, key, json_integer((json_int_t)n));
-  return 0;
-}
-
-/* One variable for the agent; a later one of the same name replaces it. */
+/* One variable for the agent (ctx: the env object); a later one of the same name replaces
+ * it. */
 static int put_env(void *ctx, const char *name, const char *value, agt_error_t *err)
 {
-  struct run_opts *o = ctx;
   json_t *v = json_string(value);
 
   if (v == NULL) /* jansson takes UTF-8 only */
     return agt_error_kind(err, AGT_E_INVALID, "the value of %s is not UTF-8 text", name);
-  json_object_set_new(o->env, name, v);
+  json_object_set_new(ctx, name, v);
   return 0;
 }
 
 /* NAME=VALUE, or NAME: its value in agt's own environment.  `what` says where the setting
  * comes from in errors ("--env", "jail.env (FILE:LINE:COL)"); they show the name, never
  * the value. */
-static int set_env(struct run_opts *o, const char *what, const char *spec, agt_error_t *err)
+static int set_env(json_t *env, const char *what, const char *spec, agt_error_t *err)
 {
   const char *eq = strchr(spec, '=');
   cleanup_free char *name = xstrndup(spec, eq ? (size_t)(eq - spec) : strlen(spec));
@@ -334,132 +306,51 @@ static int set_env(struct run_opts *o, const char *what, const char *spec, agt_e
                           "%s: %s is not set in agt's environment (export it before running "
                           "agt, or put it in an --env-file)",
                           what, name);
-  if (put_env(o, name, value, err) < 0)
+  if (put_env(env, name, value, err) < 0)
     return agt_error_wrap(err, "%s", what);
   return 0;
 }
 
-static int set_env_file(struct run_opts *o, const char *file, agt_error_t *err)
+/* --env NAME[=VALUE] (o->val 0) or --env-file FILE (1). */
+static int env_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
 {
-  if (agt_envfile_read(file, put_env, o, err) < 0)
+  struct run_env *e = field;
+
+  e->flag = e->flag ? e->flag : o->val ? "--env-file" : "--env";
+  if (o->val == 0)
+    return set_env(e->obj, "--env", arg, err);
+  if (agt_envfile_read(arg, put_env, e->obj, err) < 0)
     return agt_error_wrap(err, "--env-file");
   return 0;
 }
 
-/* "1.5" cores as thousandths: 1500.  At most three decimals. */
-static int parse_cores(const char *s, uint64_t *milli, agt_error_t *err)
+static int net_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
 {
-  uint64_t whole = 0, frac = 0;
-  int digits = 0;
-  const char *p = s;
-
-  if (*p < '0' || *p > '9')
-    return agt_error_kind(err, AGT_E_INVALID, "--cpus '%s' is not a number of cores (1.5)", s);
-  for (; *p >= '0' && *p <= '9'; p++) {
-    whole = whole * 10 + (uint64_t)(*p - '0');
-    if (whole > 1000000)
-      return agt_error_kind(err, AGT_E_INVALID, "--cpus '%s' is too many cores", s);
-  }
-  if (*p == '.')
-    for (p++; *p >= '0' && *p <= '9'; p++, digits++) {
-      if (digits == 3)
-        return agt_error_kind(err, AGT_E_INVALID,
-                              "--cpus '%s': at most three decimals (a thousandth of a core)", s);
-      frac = frac * 10 + (uint64_t)(*p - '0');
-    }
-  if (*p != '\0')
-    return agt_error_kind(err, AGT_E_INVALID, "--cpus '%s' is not a number of cores (1.5)", s);
-  for (; digits < 3; digits++)
-    frac *= 10;
-  *milli = whole * 1000 + frac;
+  (void)o;
+  if (strcmp(arg, "none") && strcmp(arg, "allow") && strcmp(arg, "open"))
+    return agt_error_kind(err, AGT_E_INVALID, "--net takes none, allow or open, not '%s'", arg);
+  *(const char **)field = arg;
   return 0;
 }
 
-static int run_opt(void *ctx, int key, const char *arg, agt_error_t *err)
+static int allow_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
 {
-  struct run_opts *o = ctx;
+  (void)o;
+  if (*arg == '\0' || strchr(arg, '/'))
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "--allow takes HOST[:PORT] (a name, *.suffix or an address), not '%s'",
+                          arg);
+  json_array_append_new(*(json_t **)field, json_string(arg));
+  return 0;
+}
 
-  switch (key) {
-  case 'n':
-    json_object_set_new(o->params, "name", json_string(arg));
-    return 0;
-  case 'r':
-    json_object_set_new(o->params, "rootfs", json_string(arg));
-    return 0;
-  case 'w':
-    o->workspace = arg;
-    return 0;
-  case 'e':
-    o->env_flag = o->env_flag ? o->env_flag : "--env";
-    return set_env(o, "--env", arg, err);
-  case OPT_ENV_FILE:
-    o->env_flag = o->env_flag ? o->env_flag : "--env-file";
-    return set_env_file(o, arg, err);
-  case OPT_ADD_DIR:
-    if (*arg == '\0')
-      return agt_error_kind(err, AGT_E_INVALID, "--add-dir takes a PATH");
-    json_array_append_new(o->add_dirs, json_string(arg));
-    return 0;
-  case OPT_LOCKDOWN:
-    o->lockdown = 1;
-    return 0;
-  case OPT_MEMORY:
-    return set_limit(o, "memory", arg, 1, err);
-  case OPT_TMP:
-    return set_limit(o, "tmp", arg, 1, err);
-  case OPT_DISK:
-    return set_limit(o, "disk", arg, 1, err);
-  case OPT_LOG:
-    return set_limit(o, "log", arg, 1, err);
-  case OPT_PIDS:
-    return set_limit(o, "pids", arg, 0, err);
-  case OPT_CPU:
-    return set_limit(o, "cpu", arg, 0, err);
-  case OPT_CPUS: {
-    uint64_t milli = 0;
-    char buf[32];
-    if (strcmp(arg, "unlimited") == 0)
-      return set_limit(o, "cpu", arg, 0, err);
-    if (parse_cores(arg, &milli, err) < 0)
-      return -1;
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)milli);
-    return set_limit(o, "cpu", buf, 0, err); /* checked as --cpu is */
-  }
-  case OPT_RM:
-    o->rm = 1;
-    return 0;
-  case OPT_NOFILE:
-    return set_limit(o, "nofile", arg, 0, err);
-  case AGT_OPT_JSON:
-    o->json = 1;
-    return 0;
-  case 'd':
-    o->detach = 1;
-    return 0;
-  case 't':
-    o->tty = 1;
-    return 0;
-  case OPT_NO_TTY:
-    o->tty = 0;
-    return 0;
-  case OPT_NET:
-    if (strcmp(arg, "none") && strcmp(arg, "allow") && strcmp(arg, "open"))
-      return agt_error_kind(err, AGT_E_INVALID, "--net takes none, allow or open, not '%s'", arg);
-    o->net = arg;
-    return 0;
-  case OPT_ALLOW:
-    if (*arg == '\0' || strchr(arg, '/'))
-      return agt_error_kind(err, AGT_E_INVALID,
-                            "--allow takes HOST[:PORT] (a name, *.suffix or an address), not '%s'",
-                            arg);
-    json_array_append_new(o->allow, json_string(arg));
-    return 0;
-  case OPT_DETACH_KEYS:
-    o->keys = arg;
-    return 0;
-  default:
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  }
+static int add_dir_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
+{
+  (void)o;
+  if (*arg == '\0')
+    return agt_error_kind(err, AGT_E_INVALID, "--add-dir takes a PATH");
+  json_array_append_new(*(json_t **)field, json_string(arg));
+  return 0;
 }
 
 /* The network of the agent's profile (agents.AGENT in the config), with the flags'
@@ -761,10 +652,10 @@ static int lockdown_params(struct run_opts *o, const char *agent, agt_error_t *e
   json_t *net, *allow = json_array();
   size_t left = 0;
 
-  if (o->env_flag)
+  if (o->env.flag)
     return agt_error_kind(err, AGT_E_INVALID,
                           "%s with --lockdown: a lockdown jail gets no variables (no secrets)",
-                          o->env_flag);
+                          o->env.flag);
   if (json_array_size(o->add_dirs))
     return agt_error_kind(err, AGT_E_INVALID,
                           "--add-dir with --lockdown: a lockdown jail gets no mounts");
@@ -776,7 +667,7 @@ static int lockdown_params(struct run_opts *o, const char *agent, agt_error_t *e
     return agt_error_kind(err, AGT_E_INVALID,
                           "--net open with --lockdown: a lockdown jail reaches only the agent's "
                           "default hosts");
-  json_object_clear(o->env);
+  json_object_clear(o->env.obj);
   if (o->env_config)
     agt_note(o->c, "lockdown: the %zu variable%s of jail.env not passed", o->env_config,
              o->env_config == 1 ? "" : "s");
@@ -819,29 +710,20 @@ static char *random_name(const char *agent)
  * environment. */
 static int from_config(struct run_opts *o, agt_error_t *err)
 {
-  static const struct {
-    enum agt_cfg_key key;
-    const char *name;
-    int size;
-  } lim[] = {
-      {AGT_CFG_JAIL_MEMORY, "memory", 1}, {AGT_CFG_JAIL_PIDS, "pids", 0},
-      {AGT_CFG_JAIL_CPU, "cpu", 0},       {AGT_CFG_JAIL_NOFILE, "nofile", 0},
-      {AGT_CFG_JAIL_TMP, "tmp", 1},       {AGT_CFG_JAIL_LOG, "log", 1},
-      {AGT_CFG_JAIL_DISK, "disk", 1},
-  };
-  for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++) {
-    const char *v = agt_config_get(&o->c->cfg, lim[i].key);
+  for (int k = 0; k < AGT_SPEC_N; k++) {
+    const char *v = agt_config_get(&o->c->cfg, AGT_CFG_JAIL_LIMIT(k));
     if (v)
-      set_limit(o, lim[i].name, v, lim[i].size, NULL); /* checked when the config loaded */
+      agt_jail_spec_set(&o->spec, (enum agt_spec_id)k, v, agt_jail_spec_keys[k].config,
+                        NULL); /* checked when the config loaded */
   }
   for (size_t i = 0; i < o->c->cfg.nenv; i++) {
     const struct agt_cfg_item *e = &o->c->cfg.env[i];
     cleanup_free char *where = agt_cfg_origin_str(&e->origin);
     cleanup_free char *what = xasprintf("jail.env (%s)", where);
-    if (set_env(o, what, e->text, err) < 0)
+    if (set_env(o->env.obj, what, e->text, err) < 0)
       return -1;
   }
-  o->env_config = json_object_size(o->env);
+  o->env_config = json_object_size(o->env.obj);
   return 0;
 }
 
@@ -991,32 +873,22 @@ static void say_refused(struct agt_ctx *c, const char *name)
 
 static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, agt_error_t *err)
 {
-  struct run_opts o = {c,
-                       json_object(),
-                       json_object(),
-                       json_object(),
-                       json_array(),
-                       NULL,
-                       NULL,
-                       NULL,
-                       0,
-                       0,
-                       -1,
-                       0,
-                       NULL,
-                       json_array(),
-                       0,
-                       NULL,
-                       0,
-                       json_array()};
+  struct run_opts o = {.c = c,
+                       .params = json_object(),
+                       .allow = json_array(),
+                       .env = {json_object(), NULL},
+                       .tty = -1,
+                       .add_dirs = json_array(),
+                       .mount_from = json_array()};
   const char *agent = agt_config_get(&c->cfg, AGT_CFG_JAIL_AGENT);
   struct agt_detach_keys keys;
-  json_t *res = NULL;
+  json_t *res = NULL, *limits;
   int i, r = -1, interactive, tty, named = 0;
 
+  agt_jail_spec_init(&o.spec);
   if (from_config(&o, err) < 0)
     goto out;
-  i = agt_cmd_opts(argc, argv, create ? &create_help : &run_help, run_opt, &o, err);
+  i = agt_cmd_opts(argc, argv, create ? &create_help : &run_help, NULL, &o, err);
   if (i == -2) {
     r = 0;
     goto out;
@@ -1040,21 +912,24 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
     goto out;
   }
   json_object_set_new(o.params, "agent", json_string(agent));
-  if (!json_object_get(o.params, "name")) {
+  if (o.name) {
+    json_object_set_new(o.params, "name", json_string(o.name));
+  } else {
     cleanup_free char *name = random_name(agent);
     json_object_set_new(o.params, "name", json_string(name));
   }
-  if (!json_object_get(o.params, "rootfs"))
-    json_object_set_new(o.params, "rootfs",
-                        json_string(agt_config_get(&c->cfg, AGT_CFG_JAIL_ROOTFS)));
+  json_object_set_new(
+      o.params, "rootfs",
+      json_string(o.rootfs ? o.rootfs : agt_config_get(&c->cfg, AGT_CFG_JAIL_ROOTFS)));
   if (i < argc) {
     json_t *a = json_array();
     for (; i < argc; i++)
       json_array_append_new(a, json_string(argv[i]));
     json_object_set_new(o.params, named ? "args" : "argv", a);
   }
-  if (json_object_size(o.limits))
-    json_object_set(o.params, "limits", o.limits);
+  limits = agt_jail_spec_to_json(&o.spec, 0);
+  if (limits)
+    json_object_set_new(o.params, "limits", limits);
   if (o.lockdown) {
     if (lockdown_params(&o, agent, err) < 0)
       goto out;
@@ -1068,8 +943,8 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
       json_object_set_new(o.params, "user", json_string(user));
     }
   }
-  if (json_object_size(o.env))
-    json_object_set(o.params, "env", o.env);
+  if (json_object_size(o.env.obj))
+    json_object_set(o.params, "env", o.env.obj);
   if (o.keys == NULL)
     o.keys = agt_config_get(&c->cfg, AGT_CFG_JAIL_DETACH_KEYS);
   if (agt_detach_keys_parse(o.keys, &keys, err) < 0)
@@ -1135,8 +1010,7 @@ out:
   free(o.shown);
   json_decref(res);
   json_decref(o.params);
-  json_decref(o.limits);
-  json_decref(o.env);
+  json_decref(o.env.obj);
   json_decref(o.allow);
   json_decref(o.add_dirs);
   json_decref(o.mount_from);
@@ -1155,17 +1029,27 @@ static int jail_create(struct agt_ctx *c, int argc, char **argv, agt_error_t *er
 
 /* ls */
 
+/* A command's one flag (ctx: an int). */
+struct flag {
+  int on;
+};
+
 static const struct agt_opt inspect_opts[] = {
-    AGT_OPT_FORMAT_ENTRY,
-    AGT_OPT_JSON_ENTRY,
-    {0, NULL, NULL, NULL},
+    AGT_OPT_FORMAT_FIELD(struct flag, on),
+    AGT_OPT_JSON_FIELD(struct flag, on),
+    AGT_OPT_END,
+};
+
+struct ls_opts {
+  int json, quiet;
 };
 
 static const struct agt_opt ls_opts[] = {
-    {'q', "quiet", NULL, "only the names, one a line (for scripts: agt jail rm $(agt jail ls -q))"},
-    AGT_OPT_FORMAT_ENTRY,
-    AGT_OPT_JSON_ENTRY,
-    {0, NULL, NULL, NULL},
+    AGT_OPT_BOOL('q', "quiet", struct ls_opts, quiet,
+                 "only the names, one a line (for scripts: agt jail rm $(agt jail ls -q))"),
+    AGT_OPT_FORMAT_FIELD(struct ls_opts, json),
+    AGT_OPT_JSON_FIELD(struct ls_opts, json),
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help ls_help = {
@@ -1174,36 +1058,23 @@ static const struct agt_cmd_help ls_help = {
     "connections refused by the network proxy.",
     ls_opts};
 
-static int ls_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  int *o = ctx; /* [0]: --json, [1]: -q */
-
-  (void)arg;
-  if (key == AGT_OPT_JSON)
-    o[0] = 1;
-  else if (key == 'q')
-    o[1] = 1;
-  else
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  return 0;
-}
-
 static int jail_ls(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   json_t *res, *j;
-  int o[2] = {0, 0}, i;
+  struct ls_opts o = {0, 0};
+  int i;
   size_t k;
 
-  i = agt_cmd_opts(argc, argv, &ls_help, ls_opt, o, err);
+  i = agt_cmd_opts(argc, argv, &ls_help, NULL, &o, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
   if (i < argc)
     return agt_error_kind(err, AGT_E_INVALID, "usage: %s", ls_help.usage);
   if (call(c, "jail.ls", NULL, &res, err) < 0)
     return -1;
-  if (o[1])
+  if (o.quiet)
     json_array_foreach(json_object_get(res, "jails"), k, j) printf("%s\n", str(j, "name"));
-  else if (o[0])
+  else if (o.json)
     i = agt_print_out(json_object_get(res, "jails"), NULL, err);
   else
     agt_print_jails(stdout, json_object_get(res, "jails"));
@@ -1236,7 +1107,7 @@ static int jail_inspect(struct agt_ctx *c, int argc, char **argv, agt_error_t *e
   json_t *res;
   int json = 0, i;
 
-  i = one_name(argc, argv, &inspect_help, agt_opt_json_only, &json, &name, err);
+  i = one_name(argc, argv, &inspect_help, NULL, &json, &name, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
   if (call(c, "jail.inspect", json_pack("{s:s}", "name", name), &res, err) < 0)
@@ -1248,50 +1119,45 @@ static int jail_inspect(struct agt_ctx *c, int argc, char **argv, agt_error_t *e
 
 /* logs */
 
+/* --since or --until TIME. */
+struct when {
+  int set;
+  int64_t ns;
+};
+
+struct logs_opts {
+  int follow, timestamps;
+  uint64_t offset;
+  struct when since, until;
+};
+
+static int time_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
+{
+  struct when *w = field;
+  cleanup_free char *what = xasprintf("--%s", o->name);
+
+  w->set = 1;
+  return agt_parse_time(what, arg, agt_now_ns(), &w->ns, err);
+}
+
 static const struct agt_opt logs_opts[] = {
-    {'f', "follow", NULL, "go on with the output as it comes, nothing lost, until the jail exits"},
-    {OPT_OFFSET, "offset", "BYTES", "start at this byte offset of the log (0)"},
-    {OPT_SINCE, "since", "TIME",
-     "only the lines written since TIME: RFC 3339 (2026-12-02T03:51:38Z, 2026-12-02), a Unix "
-     "time, or a duration before now (10m, 1h30m)"},
-    {OPT_UNTIL, "until", "TIME", "only the lines written before TIME (as --since; not with -f)"},
-    {'t', "timestamps", NULL, "begin each line with the time it was written (RFC 3339, UTC)"},
-    {0, NULL, NULL, NULL},
+    AGT_OPT_BOOL('f', "follow", struct logs_opts, follow,
+                 "go on with the output as it comes, nothing lost, until the jail exits"),
+    AGT_OPT_UINT(0, "offset", "BYTES", struct logs_opts, offset,
+                 "start at this byte offset of the log (0)"),
+    AGT_OPT_CALLBACK(0, "since", "TIME", struct logs_opts, since, time_opt, 0,
+                     "only the lines written since TIME: RFC 3339 (2026-12-02T03:51:38Z, "
+                     "2026-12-02), a Unix time, or a duration before now (10m, 1h30m)"),
+    AGT_OPT_CALLBACK(0, "until", "TIME", struct logs_opts, until, time_opt, 0,
+                     "only the lines written before TIME (as --since; not with -f)"),
+    AGT_OPT_BOOL('t', "timestamps", struct logs_opts, timestamps,
+                 "begin each line with the time it was written (RFC 3339, UTC)"),
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help logs_help = {
     "agt jail logs [-f] [-t] [--since TIME] [--until TIME] [--offset BYTES] NAME",
     "Print a jail's captured output (stdout and stderr, or its terminal).", logs_opts};
-
-struct logs_opts {
-  int follow, timestamps, since_set, until_set;
-  uint64_t offset;
-  int64_t since, until;
-};
-
-static int logs_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  struct logs_opts *o = ctx;
-
-  switch (key) {
-  case 'f':
-    o->follow = 1;
-    return 0;
-  case 't':
-    o->timestamps = 1;
-    return 0;
-  case OPT_OFFSET:
-    return agt_parse_u64("--offset", arg, &o->offset, err);
-  case OPT_SINCE:
-    o->since_set = 1;
-    return agt_parse_time("--since", arg, agt_now_ns(), &o->since, err);
-  case OPT_UNTIL:
-    o->until_set = 1;
-    return agt_parse_time("--until", arg, agt_now_ns(), &o->until, err);
-  default:
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  }
-}
 
 static int print_log(struct agt_ctx *c, const char *name, uint64_t *offset, agt_error_t *err)
 {
@@ -1362,10 +1228,10 @@ static int print_range(struct agt_ctx *c, const char *name, const struct logs_op
     const char *state;
     int r, done;
 
-    if (first && o->since_set)
-      json_object_set_new(p, "since_ns", json_integer(o->since > 0 ? o->since : 1));
-    if (o->until_set)
-      json_object_set_new(p, "until_ns", json_integer(o->until > 0 ? o->until : 1));
+    if (first && o->since.set)
+      json_object_set_new(p, "since_ns", json_integer(o->since.ns > 0 ? o->since.ns : 1));
+    if (o->until.set)
+      json_object_set_new(p, "until_ns", json_integer(o->until.ns > 0 ? o->until.ns : 1));
     if (call(c, "jail.logs", p, &res, err) < 0)
       return -1;
     first = 0;
@@ -1402,20 +1268,20 @@ static int jail_logs(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   int i, code;
 
   memset(&o, 0, sizeof o);
-  i = one_name(argc, argv, &logs_help, logs_opt, &o, &name, err);
+  i = one_name(argc, argv, &logs_help, NULL, &o, &name, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
-  if (o.follow && o.until_set)
+  if (o.follow && o.until.set)
     return agt_error_kind(err, AGT_E_INVALID,
                           "--until ends the output, -f follows it on: not both (podman's rule)");
   offset = o.offset;
-  if (o.timestamps || o.until_set || (o.since_set && !o.follow))
+  if (o.timestamps || o.until.set || (o.since.set && !o.follow))
     return print_range(c, name, &o, err);
-  if (o.since_set) { /* where that time starts, then the stream from there */
+  if (o.since.set) { /* where that time starts, then the stream from there */
     json_t *res;
     if (call(c, "jail.logs",
              json_pack("{s:s, s:I, s:I}", "name", name, "since_ns",
-                       (json_int_t)(o.since > 0 ? o.since : 1), "max", (json_int_t)0),
+                       (json_int_t)(o.since.ns > 0 ? o.since.ns : 1), "max", (json_int_t)0),
              &res, err) < 0)
       return -1;
     offset = (uint64_t)json_integer_value(json_object_get(res, "offset"));
@@ -1428,36 +1294,22 @@ static int jail_logs(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 
 /* start */
 
-static const struct agt_opt start_opts[] = {
-    {'a', "attach", NULL, "attach to the jail once it runs (as 'agt jail run' does)"},
-    {OPT_DETACH_KEYS, "detach-keys", "KEYS", "keys that detach (jail.detach_keys: ctrl-],ctrl-])"},
-    AGT_OPT_JSON_ENTRY,
-    {0, NULL, NULL, NULL},
-};
-
-static const struct agt_cmd_help start_help = {
-    "agt jail start [--attach] [--detach-keys KEYS] [--json] NAME",
-    "Start a jail that was created, or has exited; answers once its agent runs.", start_opts};
-
 struct start_opts {
   int attach, json;
   const char *keys;
 };
 
-static int start_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  struct start_opts *o = ctx;
+static const struct agt_opt start_opts[] = {
+    AGT_OPT_BOOL('a', "attach", struct start_opts, attach,
+                 "attach to the jail once it runs (as 'agt jail run' does)"),
+    AGT_OPT_STRING(0, "detach-keys", "KEYS", struct start_opts, keys, DETACH_KEYS_HELP),
+    AGT_OPT_JSON_FIELD(struct start_opts, json),
+    AGT_OPT_END,
+};
 
-  if (key == 'a')
-    o->attach = 1;
-  else if (key == OPT_DETACH_KEYS)
-    o->keys = arg;
-  else if (key == AGT_OPT_JSON)
-    o->json = 1;
-  else
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  return 0;
-}
+static const struct agt_cmd_help start_help = {
+    "agt jail start [--attach] [--detach-keys KEYS] [--json] NAME",
+    "Start a jail that was created, or has exited; answers once its agent runs.", start_opts};
 
 static int jail_start(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
@@ -1468,7 +1320,7 @@ static int jail_start(struct agt_ctx *c, int argc, char **argv, agt_error_t *err
   uint64_t from = 0;
   int i;
 
-  i = one_name(argc, argv, &start_help, start_opt, &o, &name, err);
+  i = one_name(argc, argv, &start_help, NULL, &o, &name, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
   if (o.keys == NULL)
@@ -1502,10 +1354,16 @@ static int jail_start(struct agt_ctx *c, int argc, char **argv, agt_error_t *err
 
 /* attach */
 
+struct attach_opts {
+  int read_only;
+  const char *keys;
+};
+
 static const struct agt_opt attach_opts[] = {
-    {'r', "read-only", NULL, "watch without typing into the jail's terminal"},
-    {OPT_DETACH_KEYS, "detach-keys", "KEYS", "keys that detach (jail.detach_keys: ctrl-],ctrl-])"},
-    {0, NULL, NULL, NULL},
+    AGT_OPT_BOOL('r', "read-only", struct attach_opts, read_only,
+                 "watch without typing into the jail's terminal"),
+    AGT_OPT_STRING(0, "detach-keys", "KEYS", struct attach_opts, keys, DETACH_KEYS_HELP),
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help attach_help = {
@@ -1514,24 +1372,6 @@ static const struct agt_cmd_help attach_help = {
     "the detach keys leave it running.  The first client attached types, others watch.",
     attach_opts};
 
-struct attach_opts {
-  int read_only;
-  const char *keys;
-};
-
-static int attach_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  struct attach_opts *o = ctx;
-
-  if (key == 'r')
-    o->read_only = 1;
-  else if (key == OPT_DETACH_KEYS)
-    o->keys = arg;
-  else
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  return 0;
-}
-
 static int jail_attach(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   struct attach_opts o = {0, NULL};
@@ -1539,7 +1379,7 @@ static int jail_attach(struct agt_ctx *c, int argc, char **argv, agt_error_t *er
   const char *name = NULL;
   int i, code;
 
-  i = one_name(argc, argv, &attach_help, attach_opt, &o, &name, err);
+  i = one_name(argc, argv, &attach_help, NULL, &o, &name, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
   if (o.keys == NULL)
@@ -1593,10 +1433,15 @@ static int jail_exec(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 
 /* net */
 
+struct net_opts {
+  int follow, json;
+};
+
 static const struct agt_opt net_opts[] = {
-    {'f', "follow", NULL, "go on printing decisions as they come, until the jail exits"},
-    AGT_OPT_JSON_ENTRY,
-    {0, NULL, NULL, NULL},
+    AGT_OPT_BOOL('f', "follow", struct net_opts, follow,
+                 "go on printing decisions as they come, until the jail exits"),
+    AGT_OPT_JSON_FIELD(struct net_opts, json),
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help net_help = {
@@ -1604,24 +1449,6 @@ static const struct agt_cmd_help net_help = {
     "What the jail's network proxy allowed and refused, and why: one line per decision (with "
     "--json, one JSON object per line).",
     net_opts};
-
-struct net_opts {
-  int follow, json;
-};
-
-static int net_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  struct net_opts *o = ctx;
-
-  (void)arg;
-  if (key == 'f')
-    o->follow = 1;
-  else if (key == AGT_OPT_JSON)
-    o->json = 1;
-  else
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  return 0;
-}
 
 static void print_decision(json_t *e)
 {
@@ -1644,7 +1471,7 @@ static int jail_net(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   uint64_t offset = 0;
   int i;
 
-  i = one_name(argc, argv, &net_help, net_opt, &o, &name, err);
+  i = one_name(argc, argv, &net_help, NULL, &o, &name, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
   for (;;) {
@@ -1787,44 +1614,37 @@ static int each_name(struct agt_ctx *c, int argc, char **argv, int i, int json,
 
 /* stop */
 
+struct stop_opts {
+  uint64_t grace;
+  int json;
+};
+
+/* -t SECONDS: the grace period as docker stop takes it, at most a day. */
+static int seconds_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
+{
+  uint64_t s;
+
+  (void)o;
+  if (agt_parse_u64("-t", arg, &s, err) < 0)
+    return -1;
+  if (s > 86400)
+    return agt_error_kind(err, AGT_E_INVALID, "-t %s: at most a day (86400)", arg);
+  *(uint64_t *)field = s * 1000;
+  return 0;
+}
+
 static const struct agt_opt stop_opts[] = {
-    {'t', "time", "SECONDS", "seconds between SIGTERM and SIGKILL (10), as docker stop -t"},
-    {'g', "grace", "MS", "the same in milliseconds (10000)"},
-    AGT_OPT_JSON_ENTRY,
-    {0, NULL, NULL, NULL},
+    AGT_OPT_CALLBACK('t', "time", "SECONDS", struct stop_opts, grace, seconds_opt, 0,
+                     "seconds between SIGTERM and SIGKILL (10), as docker stop -t"),
+    AGT_OPT_UINT('g', "grace", "MS", struct stop_opts, grace, "the same in milliseconds (10000)"),
+    AGT_OPT_JSON_FIELD(struct stop_opts, json),
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help stop_help = {
     "agt jail stop [-t SECONDS] [--json] NAME...",
     "Stop jails: SIGTERM to each agent, SIGKILL after the grace period; answers once they exited.",
     stop_opts};
-
-struct stop_opts {
-  uint64_t grace;
-  int json;
-};
-
-static int stop_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  struct stop_opts *o = ctx;
-  uint64_t s;
-
-  if (key == 'g')
-    return agt_parse_u64("--grace", arg, &o->grace, err);
-  if (key == 't') {
-    if (agt_parse_u64("-t", arg, &s, err) < 0)
-      return -1;
-    if (s > 86400)
-      return agt_error_kind(err, AGT_E_INVALID, "-t %s: at most a day (86400)", arg);
-    o->grace = s * 1000;
-    return 0;
-  }
-  if (key == AGT_OPT_JSON) {
-    o->json = 1;
-    return 0;
-  }
-  return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-}
 
 static void print_state(json_t *res, const char *name)
 {
@@ -1859,7 +1679,7 @@ static int names_from(int argc, char **argv, const struct agt_cmd_help *h, agt_o
 static int jail_stop(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   struct stop_opts o = {10000, 0};
-  int i = names_from(argc, argv, &stop_help, stop_opt, &o, err);
+  int i = names_from(argc, argv, &stop_help, NULL, &o, err);
 
   if (i < 0)
     return i == -2 ? 0 : -1;
@@ -1868,34 +1688,20 @@ static int jail_stop(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 
 /* rm */
 
+struct rm_opts {
+  int force, json;
+};
+
 static const struct agt_opt rm_opts[] = {
-    {'f', "force", NULL, "kill the jail first if it runs"},
-    AGT_OPT_JSON_ENTRY,
-    {0, NULL, NULL, NULL},
+    AGT_OPT_BOOL('f', "force", struct rm_opts, force, "kill the jail first if it runs"),
+    AGT_OPT_JSON_FIELD(struct rm_opts, json),
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help rm_help = {
     "agt jail rm [--force] [--json] NAME...",
     "Remove jails: each one's directory, overlay and logs (a workspace agtd made goes too).",
     rm_opts};
-
-struct rm_opts {
-  int force, json;
-};
-
-static int rm_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  struct rm_opts *o = ctx;
-
-  (void)arg;
-  if (key == 'f')
-    o->force = 1;
-  else if (key == AGT_OPT_JSON)
-    o->json = 1;
-  else
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  return 0;
-}
 
 static void print_removed(json_t *res, const char *name)
 {
@@ -1912,7 +1718,7 @@ static json_t *rm_params(const char *name, void *ctx)
 static int jail_rm(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   struct rm_opts o = {0, 0};
-  int i = names_from(argc, argv, &rm_help, rm_opt, &o, err);
+  int i = names_from(argc, argv, &rm_help, NULL, &o, err);
 
   if (i < 0)
     return i == -2 ? 0 : -1;
@@ -1922,22 +1728,13 @@ static int jail_rm(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 /* prune */
 
 static const struct agt_opt prune_opts[] = {
-    {'f', "force", NULL, "do not ask first"},
-    {0, NULL, NULL, NULL},
+    AGT_OPT_BOOL('f', "force", struct flag, on, "do not ask first"),
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help prune_help = {
     "agt jail prune [--force]",
     "Remove every jail that has exited (asks first; --force without a terminal).", prune_opts};
-
-static int prune_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  (void)arg;
-  if (key != 'f')
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  *(int *)ctx = 1;
-  return 0;
-}
 
 static int jail_prune(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
@@ -1946,7 +1743,7 @@ static int jail_prune(struct agt_ctx *c, int argc, char **argv, agt_error_t *err
   int force = 0, i, r = 0;
   size_t k;
 
-  i = agt_cmd_opts(argc, argv, &prune_help, prune_opt, &force, err);
+  i = agt_cmd_opts(argc, argv, &prune_help, NULL, &force, err);
   if (i < 0)
     return json_decref(names), i == -2 ? 0 : -1;
   if (i < argc) {

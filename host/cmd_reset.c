@@ -9,8 +9,8 @@
 #include "xalloc.h"
 
 static const struct agt_opt opts[] = {
-    {'f', "force", NULL, "do not ask first"},
-    {0, NULL, NULL, NULL},
+    AGT_OPT_BOOL('f', "force", struct agt_flags, force, "do not ask first"),
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help help = {
@@ -18,22 +18,14 @@ static const struct agt_cmd_help help = {
     "Factory-reset the VM: a fresh disk from the image at the next 'agt up', the same settings.",
     opts};
 
-static int reset_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  (void)arg;
-  if (key != 'f')
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  *(int *)ctx = 1;
-  return 0;
-}
-
 int cmd_reset(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   const char *name = c->target.instance;
   struct agt_lima_instance in;
-  int force = 0, found, i;
+  struct agt_flags f = {0, 0, 0};
+  int found, i;
 
-  i = agt_cmd_opts(argc, argv, &help, reset_opt, &force, err);
+  i = agt_cmd_opts(argc, argv, &help, NULL, &f, err);
   if (i == -2)
     return 0;
   if (i < 0)
@@ -47,7 +39,7 @@ int cmd_reset(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   if (!found)
     return agt_error_kind(err, AGT_E_NOTFOUND, "vm '%s' does not exist", name);
   agt_lima_instance_release(&in);
-  if (!force) {
+  if (!f.force) {
     cleanup_free char *q =
         xasprintf("reset vm '%s'? Its disk (jails, rootfs, workspaces inside it) goes.", name);
     if (!agt_confirm(q))

@@ -14,37 +14,19 @@
 #include "cleanup.h"
 #include "xalloc.h"
 
-enum {
-  OPT_NO_START = 256,
+struct restore_opts {
+  int force, no_start;
 };
 
 static const struct agt_opt opts[] = {
-    {'f', "force", NULL, "do not ask first"},
-    {OPT_NO_START, "no-start", NULL, "leave the restored VM stopped"},
-    {0, NULL, NULL, NULL},
+    AGT_OPT_BOOL('f', "force", struct restore_opts, force, "do not ask first"),
+    AGT_OPT_BOOL(0, "no-start", struct restore_opts, no_start, "leave the restored VM stopped"),
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help help = {
     "agt restore [--force] [--no-start] GOLD",
     "Replace the VM by a copy of the stopped VM GOLD (see agt clone), then start it.", opts};
-
-struct restore_opts {
-  int force, no_start;
-};
-
-static int restore_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  struct restore_opts *o = ctx;
-
-  (void)arg;
-  if (key == 'f')
-    o->force = 1;
-  else if (key == OPT_NO_START)
-    o->no_start = 1;
-  else
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  return 0;
-}
 
 /* The state of vm `name`: *status AGT_LIMA_UNKNOWN and *found 0 when absent. */
 static int vm_status(struct agt_ctx *c, const char *name, int *found, enum agt_lima_status *status,
@@ -110,7 +92,7 @@ int cmd_restore(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   int gfound, wfound, found, i;
   agt_error_t e2 = NULL;
 
-  i = agt_cmd_opts(argc, argv, &help, restore_opt, &o, err);
+  i = agt_cmd_opts(argc, argv, &help, NULL, &o, err);
   if (i == -2)
     return 0;
   if (i < 0)

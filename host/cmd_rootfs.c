@@ -14,14 +14,15 @@ static const char *str(json_t *o, const char *key)
   return s ? s : "";
 }
 
-enum {
-  OPT_NO_DOWNLOAD = 256,
+struct build_opts {
+  int download, json;
 };
 
 static const struct agt_opt build_opts[] = {
-    {OPT_NO_DOWNLOAD, "no-download", NULL, "use only files already on the VM, download nothing"},
-    AGT_OPT_JSON_ENTRY,
-    {0, NULL, NULL, NULL},
+    AGT_OPT_SETINT(0, "no-download", struct build_opts, download, 0,
+                   "use only files already on the VM, download nothing"),
+    AGT_OPT_JSON_FIELD(struct build_opts, json),
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help build_help = {
@@ -29,24 +30,6 @@ static const struct agt_cmd_help build_help = {
     "Build a root filesystem from MANIFEST, a path the VM can read (a file under a mounted "
     "directory, or a path inside the VM).",
     build_opts};
-
-struct build_opts {
-  int download, json;
-};
-
-static int build_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  struct build_opts *o = ctx;
-
-  (void)arg;
-  if (key == OPT_NO_DOWNLOAD)
-    o->download = 0;
-  else if (key == AGT_OPT_JSON)
-    o->json = 1;
-  else
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  return 0;
-}
 
 /* The manifest's path as agtd sees it: a host file under a mount maps to its guest path; a
  * path that is not on this machine is taken as the guest's own. */
@@ -83,7 +66,7 @@ static int rootfs_build(struct agt_ctx *c, int argc, char **argv, agt_error_t *e
   json_t *res, *params;
   int i, r;
 
-  i = agt_cmd_opts(argc, argv, &build_help, build_opt, &o, err);
+  i = agt_cmd_opts(argc, argv, &build_help, NULL, &o, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
   if (argc - i != 1)
@@ -106,52 +89,34 @@ static int rootfs_build(struct agt_ctx *c, int argc, char **argv, agt_error_t *e
   return 0;
 }
 
-static const struct agt_opt json_opts[] = {
-    AGT_OPT_JSON_ENTRY,
-    {0, NULL, NULL, NULL},
-};
-
 static const struct agt_opt ls_opts[] = {
-    {'q', "quiet", NULL, "only the ids, one a line"},
-    AGT_OPT_FORMAT_ENTRY,
-    AGT_OPT_JSON_ENTRY,
-    {0, NULL, NULL, NULL},
+    AGT_OPT_BOOL('q', "quiet", struct agt_flags, quiet, "only the ids, one a line"),
+    AGT_OPT_FORMAT_FIELD(struct agt_flags, json),
+    AGT_OPT_JSON_FIELD(struct agt_flags, json),
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help ls_help = {"agt rootfs ls [-q] [--json | --format TEMPLATE]",
                                             "List the root filesystems and the jails using each.",
                                             ls_opts};
 
-static int ls_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  int *o = ctx; /* [0]: --json, [1]: -q */
-
-  (void)arg;
-  if (key == AGT_OPT_JSON)
-    o[0] = 1;
-  else if (key == 'q')
-    o[1] = 1;
-  else
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  return 0;
-}
-
 static int rootfs_ls(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   json_t *res, *r;
-  int o[2] = {0, 0}, i;
+  struct agt_flags o = {0, 0, 0};
+  int i;
   size_t k;
 
-  i = agt_cmd_opts(argc, argv, &ls_help, ls_opt, o, err);
+  i = agt_cmd_opts(argc, argv, &ls_help, NULL, &o, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
   if (i < argc)
     return agt_error_kind(err, AGT_E_INVALID, "usage: %s", ls_help.usage);
   if (agt_target_call(&c->target, "rootfs.ls", NULL, &res, err) < 0)
     return -1;
-  if (o[1]) {
+  if (o.quiet) {
     json_array_foreach(json_object_get(res, "rootfs"), k, r) printf("%s\n", str(r, "id"));
-  } else if (o[0]) {
+  } else if (o.json) {
     if (agt_print_out(json_object_get(res, "rootfs"), NULL, err) < 0) {
       json_decref(res);
       return -1;
@@ -169,15 +134,16 @@ static int rootfs_ls(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   return 0;
 }
 
-static const struct agt_cmd_help rm_help = {"agt rootfs rm [--json] REF",
-                                            "Remove a root filesystem no jail uses.", json_opts};
+static const struct agt_cmd_help rm_help = {
+    "agt rootfs rm [--json] REF", "Remove a root filesystem no jail uses.", agt_json_opts};
 
 static int rootfs_rm(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   json_t *res, *params;
-  int json = 0, i, r;
+  struct agt_flags o = {0, 0, 0};
+  int i, r;
 
-  i = agt_cmd_opts(argc, argv, &rm_help, agt_opt_json_only, &json, err);
+  i = agt_cmd_opts(argc, argv, &rm_help, NULL, &o, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
   if (argc - i != 1)
@@ -187,7 +153,7 @@ static int rootfs_rm(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   json_decref(params);
   if (r < 0)
     return -1;
-  if (json)
+  if (o.json)
     agt_print_json(res);
   else
     printf("%s removed\n", str(res, "id"));
@@ -239,7 +205,7 @@ static int rootfs_update(struct agt_ctx *c, int argc, char **argv, agt_error_t *
   size_t k;
   int i, r, failed = 0;
 
-  i = agt_cmd_opts(argc, argv, &update_help, build_opt, &o, err);
+  i = agt_cmd_opts(argc, argv, &update_help, NULL, &o, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
   if (argc - i > 1)

@@ -13,14 +13,6 @@ static const struct agt_cmd_help help = {
     "agt shell [-- COMMAND [ARGS...]]",
     "Open a shell in the VM, or run one command there; agt exits with its status.", NULL};
 
-static int no_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  (void)ctx;
-  (void)key;
-  (void)arg;
-  return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-}
-
 static int shell_ssh(struct agt_ctx *c, char *const *cmd, agt_error_t *err)
 {
   struct agt_strv a = {0};
@@ -56,7 +48,7 @@ int cmd_shell(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   char *const *cmd;
   int i, code = 0;
 
-  i = agt_cmd_opts(argc, argv, &help, no_opt, NULL, err);
+  i = agt_cmd_opts(argc, argv, &help, NULL, NULL, err);
   if (i == -2)
     return 0;
   if (i < 0)

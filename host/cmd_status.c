@@ -6,15 +6,10 @@
 #include "cleanup.h"
 #include "util.h"
 
-static const struct agt_opt opts[] = {
-    AGT_OPT_FORMAT_ENTRY,
-    AGT_OPT_JSON_ENTRY,
-    {0, NULL, NULL, NULL},
-};
-
 static const struct agt_cmd_help help = {
     "agt status [--json | --format TEMPLATE]",
-    "Show the VM's state, agtd's version and uptime, the jails and the root filesystems.", opts};
+    "Show the VM's state, agtd's version and uptime, the jails and the root filesystems.",
+    agt_json_format_opts};
 
 static json_t *vm_json(const struct agt_lima_instance *in)
 {
@@ -59,9 +54,10 @@ int cmd_status(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   json_t *out = json_object(), *st = NULL, *jails = NULL, *rootfs = NULL;
   agt_error_t e = NULL, pe = NULL;
   char desc[256];
-  int json = 0, i, r = 0, vm_running = 1, printed = 0;
+  struct agt_flags f = {0, 0, 0};
+  int i, r = 0, vm_running = 1, printed = 0;
 
-  i = agt_cmd_opts(argc, argv, &help, agt_opt_json_only, &json, err);
+  i = agt_cmd_opts(argc, argv, &help, NULL, &f, err);
   if (i == -2 || i < 0 || i < argc) {
     json_decref(out);
     if (i >= 0 && i < argc)
@@ -79,7 +75,7 @@ int cmd_status(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     if (!found) {
       json_object_set_new(out, "vm",
                           json_pack("{s:s, s:s}", "name", c->target.instance, "status", "absent"));
-      if (json)
+      if (f.json)
         r = agt_print_out(out, NULL, err);
       else
         printf("vm:      %s: does not exist ('agt up' creates it)\n", c->target.instance);
@@ -87,7 +83,7 @@ int cmd_status(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
       return r;
     }
     json_object_set_new(out, "vm", vm_json(&in));
-    if (!json)
+    if (!f.json)
       print_vm(&in);
     vm_running = in.status == AGT_LIMA_RUNNING;
     agt_lima_instance_release(&in);
@@ -104,7 +100,7 @@ int cmd_status(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
       r = -1;
     }
   }
-  if (json) {
+  if (f.json) {
     printed = agt_print_out(out, NULL, r < 0 ? &pe : err);
     agt_error_release(&pe); /* agtd's error is the one to say */
   } else if (st && jails && rootfs) {

@@ -6,8 +6,9 @@
 #include "agtd_local.h"
 
 static const struct agt_opt opts[] = {
-    {'f', "force", NULL, "kill the VM at once instead of shutting it down"},
-    {0, NULL, NULL, NULL},
+    AGT_OPT_BOOL('f', "force", struct agt_flags, force,
+                 "kill the VM at once instead of shutting it down"),
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help help = {
@@ -36,22 +37,14 @@ static int stop_local(struct agt_ctx *c, agt_error_t *err)
   return 0;
 }
 
-static int stop_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  (void)arg;
-  if (key != 'f')
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  *(int *)ctx = 1;
-  return 0;
-}
-
 int cmd_stop(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   const char *name = c->target.instance;
   struct agt_lima_instance in;
-  int force = 0, found, i, r;
+  struct agt_flags f = {0, 0, 0};
+  int found, i, r;
 
-  i = agt_cmd_opts(argc, argv, &help, stop_opt, &force, err);
+  i = agt_cmd_opts(argc, argv, &help, NULL, &f, err);
   if (i == -2)
     return 0;
   if (i < 0)
@@ -66,17 +59,17 @@ int cmd_stop(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     return -1;
   if (!found)
     return agt_error_kind(err, AGT_E_NOTFOUND, "vm '%s' does not exist", name);
-  if (in.status == AGT_LIMA_STOPPED && !force) {
+  if (in.status == AGT_LIMA_STOPPED && !f.force) {
     agt_lima_instance_release(&in);
     printf("vm '%s' is stopped already\n", name);
     return 0;
   }
-  if (in.status != AGT_LIMA_RUNNING && !force) {
+  if (in.status != AGT_LIMA_RUNNING && !f.force) {
     agt_note(c, "vm '%s' is %s: stopping it by force", name, agt_lima_status_name(in.status));
-    force = 1;
+    f.force = 1;
   }
   agt_lima_instance_release(&in);
-  r = agt_lima_stop(&c->lima, name, force, err);
+  r = agt_lima_stop(&c->lima, name, f.force, err);
   if (r < 0)
     return agt_error_wrap(err, "cannot stop vm '%s'", name);
   printf("vm '%s' stopped\n", name);

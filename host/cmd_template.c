@@ -6,49 +6,37 @@
 #include "cleanup.h"
 #include "util.h"
 
-enum {
-  OPT_FOR = 256,
-  OPT_ARCH,
-};
-
-static const struct agt_opt opts[] = {
-    {OPT_FOR, "for", "OS", "render for this host os: darwin or linux (this machine's)"},
-    {OPT_ARCH, "arch", "ARCH", "render for this host arch: x86_64 or aarch64 (this machine's)"},
-    {'o', "output", "FILE", "write to FILE instead of stdout"},
-    {0, NULL, NULL, NULL},
-};
-
-static const struct agt_cmd_help help = {
-    "agt template [--for OS] [--arch ARCH] [-o FILE]",
-    "Print lima/agt.yaml rendered with the config: the YAML 'agt up' gives limactl.", opts};
-
 struct tmpl_opts {
   struct agt_host host;
   const char *output;
 };
 
-static int tmpl_opt(void *ctx, int key, const char *arg, agt_error_t *err)
+/* --for and --arch: one of the words o->val's list names ("darwin|linux"). */
+static int choice_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
 {
-  struct tmpl_opts *o = ctx;
+  static const char *const choices[][2] = {{"darwin", "linux"}, {"x86_64", "aarch64"}};
+  const char *const *c = choices[o->val];
 
-  switch (key) {
-  case OPT_FOR:
-    if (strcmp(arg, "darwin") && strcmp(arg, "linux"))
-      return agt_error_kind(err, AGT_E_INVALID, "--for takes darwin or linux, not '%s'", arg);
-    o->host.os = arg;
-    return 0;
-  case OPT_ARCH:
-    if (strcmp(arg, "x86_64") && strcmp(arg, "aarch64"))
-      return agt_error_kind(err, AGT_E_INVALID, "--arch takes x86_64 or aarch64, not '%s'", arg);
-    o->host.arch = arg;
-    return 0;
-  case 'o':
-    o->output = arg;
-    return 0;
-  default:
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  }
+  if (strcmp(arg, c[0]) && strcmp(arg, c[1]))
+    return agt_error_kind(err, AGT_E_INVALID, "--%s takes %s or %s, not '%s'", o->name, c[0], c[1],
+                          arg);
+  *(const char **)field = arg;
+  return 0;
 }
+
+static const struct agt_opt opts[] = {
+    AGT_OPT_CALLBACK(0, "for", "OS", struct tmpl_opts, host.os, choice_opt, 0,
+                     "render for this host os: darwin or linux (this machine's)"),
+    AGT_OPT_CALLBACK(0, "arch", "ARCH", struct tmpl_opts, host.arch, choice_opt, 1,
+                     "render for this host arch: x86_64 or aarch64 (this machine's)"),
+    AGT_OPT_STRING('o', "output", "FILE", struct tmpl_opts, output,
+                   "write to FILE instead of stdout"),
+    AGT_OPT_END,
+};
+
+static const struct agt_cmd_help help = {
+    "agt template [--for OS] [--arch ARCH] [-o FILE]",
+    "Print lima/agt.yaml rendered with the config: the YAML 'agt up' gives limactl.", opts};
 
 int cmd_template(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
@@ -56,7 +44,7 @@ int cmd_template(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   cleanup_free char *yaml = NULL;
   int i;
 
-  i = agt_cmd_opts(argc, argv, &help, tmpl_opt, &o, err);
+  i = agt_cmd_opts(argc, argv, &help, NULL, &o, err);
   if (i == -2)
     return 0;
   if (i < 0)

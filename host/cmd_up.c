@@ -21,18 +21,30 @@
 #include "util.h"
 #include "xalloc.h"
 
-enum {
-  OPT_TIMEOUT = 256,
-  OPT_NO_START,
+struct up_opts {
+  const char *timeout;
+  int no_start;
 };
 
+/* --timeout DURATION: checked here, read where it is used. */
+static int duration_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
+{
+  uint64_t s;
+
+  (void)o;
+  if (agt_parse_duration("--timeout", arg, &s, err) < 0)
+    return -1;
+  *(const char **)field = arg;
+  return 0;
+}
+
 static const struct agt_opt opts[] = {
-    {OPT_TIMEOUT, "timeout", "DURATION",
-     "how long agt up may take in all: waiting for another agt up of the same VM, Lima's "
-     "boot and agtd's answer (lima.start_timeout: 10m)"},
-    {OPT_NO_START, "no-start", NULL,
-     "create the VM if it is missing (image copied, disk made), but do not start it"},
-    {0, NULL, NULL, NULL},
+    AGT_OPT_CALLBACK(0, "timeout", "DURATION", struct up_opts, timeout, duration_opt, 0,
+                     "how long agt up may take in all: waiting for another agt up of the same "
+                     "VM, Lima's boot and agtd's answer (lima.start_timeout: 10m)"),
+    AGT_OPT_BOOL(0, "no-start", struct up_opts, no_start,
+                 "create the VM if it is missing (image copied, disk made), but do not start it"),
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help help = {
@@ -40,28 +52,6 @@ static const struct agt_cmd_help help = {
     "Create the VM if it is missing, start it, and wait until agtd answers.",
     opts,
 };
-
-struct up_opts {
-  const char *timeout;
-  int no_start;
-};
-
-static int up_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  struct up_opts *o = ctx;
-  uint64_t s;
-
-  if (key == OPT_NO_START) {
-    o->no_start = 1;
-    return 0;
-  }
-  if (key != OPT_TIMEOUT)
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  if (agt_parse_duration("--timeout", arg, &s, err) < 0)
-    return -1;
-  o->timeout = arg;
-  return 0;
-}
 
 /* Lima merges these into every instance at every start: say so, since they can change
  * what agt's template asks for. */
@@ -377,7 +367,7 @@ int cmd_up(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   double deadline, left;
   int found, i;
 
-  i = agt_cmd_opts(argc, argv, &help, up_opt, &o, err);
+  i = agt_cmd_opts(argc, argv, &help, NULL, &o, err);
   if (i == -2)
     return 0;
   if (i < 0)

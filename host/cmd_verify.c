@@ -37,13 +37,14 @@ enum {
 };
 
 static const struct agt_opt opts[] = {
-    {'n', "jails", "N", "how many jails run at once (8; at most 64)"},
-    {OPT_ROOTFS, "rootfs", "REF",
-     "the jails' rootfs (jail.rootfs: default, built from rootfs/default.yaml when missing)"},
-    {OPT_TIMEOUT, "timeout", "DURATION", "how long the agent turns may take (5m)"},
+    AGT_OPT_KEY('n', "jails", "N", "how many jails run at once (8; at most 64)"),
+    AGT_OPT_KEY(
+        OPT_ROOTFS, "rootfs", "REF",
+        "the jails' rootfs (jail.rootfs: default, built from rootfs/default.yaml when missing)"),
+    AGT_OPT_KEY(OPT_TIMEOUT, "timeout", "DURATION", "how long the agent turns may take (5m)"),
     AGT_OPT_FORMAT_ENTRY,
     AGT_OPT_JSON_ENTRY,
-    {0, NULL, NULL, NULL},
+    AGT_OPT_END,
 };
 
 static const struct agt_cmd_help help = {

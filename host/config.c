@@ -24,8 +24,7 @@ enum cfg_type {
   T_INSTANCE, /* a Lima instance name */
   T_UINT,
   T_SIZE,
-  T_LIMIT_UINT, /* a jail limit that may be lifted: T_UINT or "unlimited", never 0 */
-  T_LIMIT_SIZE, /* the same for T_SIZE */
+  T_LIMIT, /* a jail limit: key `limit` of the jail spec (jailspec.h), checked by it */
   T_DURATION,
   T_ENUM, /* one of `choices` */
   T_TARGET,
@@ -35,7 +34,8 @@ enum cfg_type {
 struct key_desc {
   const char *path;
   enum cfg_type type;
-  const char *choices; /* T_ENUM: "a|b|c" */
+  const char *choices;    /* T_ENUM: "a|b|c" */
+  enum agt_spec_id limit; /* T_LIMIT */
 };
 
 static const struct key_desc keys[AGT_CFG_NKEYS] = {
@@ -67,14 +67,9 @@ static const struct key_desc keys[AGT_CFG_NKEYS] = {
     [AGT_CFG_JAIL_ROOTFS] = {"jail.rootfs", T_STR, NULL},
     [AGT_CFG_JAIL_DETACH_KEYS] = {"jail.detach_keys", T_KEYS, NULL},
     [AGT_CFG_JAIL_HOME] = {"jail.home", T_ENUM, "persistent|none"},
-    [AGT_CFG_JAIL_MEMORY] = {"jail.limits.memory", T_LIMIT_SIZE, NULL},
-    [AGT_CFG_JAIL_PIDS] = {"jail.limits.pids", T_LIMIT_UINT, NULL},
-    [AGT_CFG_JAIL_CPU] = {"jail.limits.cpu", T_LIMIT_UINT, NULL},
-    [AGT_CFG_JAIL_NOFILE] = {"jail.limits.nofile", T_UINT, NULL},
-    [AGT_CFG_JAIL_TMP] = {"jail.limits.tmp", T_SIZE, NULL},
-    [AGT_CFG_JAIL_LOG] = {"jail.limits.log", T_SIZE, NULL},
-    [AGT_CFG_JAIL_DISK] = {"jail.limits.disk", T_SIZE, NULL},
-};
+#define LIMIT_KEY_(a, b, ID, field, ...)                                                           \
+  [AGT_CFG_JAIL_##ID] = {"jail.limits." #field, T_LIMIT, NULL, AGT_SPEC_##ID},
+    AGT_JAIL_LIMITS(LIMIT_KEY_, _, _)};
 
 /* List keys: their items append. */
 #define KEY_MOUNTS "vm.mounts"
@@ -172,9 +167,11 @@ static int check_value(enum agt_cfg_key k, const char *v, agt_error_t *err)
       return agt_error_kind(err, AGT_E_INVALID, "'%s' %s is less than 1MiB: write a unit (4GiB)",
                             d->path, v);
     return 0;
-  case T_LIMIT_UINT:
-  case T_LIMIT_SIZE:
-    return agt_parse_limit(d->path, v, d->type == T_LIMIT_SIZE, &n, err);
+  case T_LIMIT: {
+    struct agt_jail_spec spec;
+    agt_jail_spec_init(&spec);
+    return agt_jail_spec_set(&spec, d->limit, v, d->path, err);
+  }
   case T_DURATION:
     return agt_parse_duration(d->path, v, &n, err);
   case T_ENUM:

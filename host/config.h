@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "error.h"
+#include "jailspec.h"
 
 enum agt_cfg_src {
   AGT_CFG_DEFAULT = 0,
@@ -60,6 +61,10 @@ struct agt_cfg_agent {
   size_t nallow;
 };
 
+#define AGT_CFG_LIMIT_(a, b, ID, ...) AGT_CFG_JAIL_##ID,
+/* The config key of the jail spec's key id (enum agt_spec_id). */
+#define AGT_CFG_JAIL_LIMIT(id) ((enum agt_cfg_key)(AGT_CFG_JAIL_MEMORY + (int)(id)))
+
 /* The scalar keys, in the order `agt config show` prints them. */
 enum agt_cfg_key {
   AGT_CFG_TARGET,
@@ -90,14 +95,8 @@ enum agt_cfg_key {
   AGT_CFG_JAIL_ROOTFS,
   AGT_CFG_JAIL_DETACH_KEYS,
   AGT_CFG_JAIL_HOME,
-  AGT_CFG_JAIL_MEMORY,
-  AGT_CFG_JAIL_PIDS,
-  AGT_CFG_JAIL_CPU,
-  AGT_CFG_JAIL_NOFILE,
-  AGT_CFG_JAIL_TMP,
-  AGT_CFG_JAIL_LOG,
-  AGT_CFG_JAIL_DISK,
-  AGT_CFG_NKEYS
+  /* jail.limits.KEY, from the jail spec's table: AGT_CFG_JAIL_MEMORY, ... */
+  AGT_JAIL_LIMITS(AGT_CFG_LIMIT_, _, _) AGT_CFG_NKEYS
 };
 
 struct agt_config {

@@ -42,19 +42,6 @@ static const struct agt_cmd commands[] = {
      "check the host, the VM and the guest, and say how to fix what fails"},
 };
 
-enum {
-  OPT_VERSION = 256,
-};
-
-static const struct agt_opt global_opts[] = {
-    {'c', "config", "FILE", "the user config file (~/.config/agt/config.yaml; $AGT_CONFIG)"},
-    {'t', "target", "TARGET", "lima:NAME, ssh://USER@HOST[:PORT] or local ($AGT_TARGET)"},
-    {'i', "instance", "NAME", "the Lima VM's name (agt_agent_sandbox; $AGT_INSTANCE)"},
-    {'q', "quiet", NULL, "no progress lines on stderr"},
-    {OPT_VERSION, "version", NULL, "print agt's version"},
-    {0, NULL, NULL, NULL},
-};
-
 struct globals {
   const char *config;
   const char *target;
@@ -63,32 +50,17 @@ struct globals {
   int version;
 };
 
-static int global_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  struct globals *g = ctx;
-
-  (void)err;
-  switch (key) {
-  case 'c':
-    g->config = arg;
-    break;
-  case 't':
-    g->target = arg;
-    break;
-  case 'i':
-    g->instance = arg;
-    break;
-  case 'q':
-    g->quiet = 1;
-    break;
-  case OPT_VERSION:
-    g->version = 1;
-    break;
-  default:
-    break;
-  }
-  return 0;
-}
+static const struct agt_opt global_opts[] = {
+    AGT_OPT_STRING('c', "config", "FILE", struct globals, config,
+                   "the user config file (~/.config/agt/config.yaml; $AGT_CONFIG)"),
+    AGT_OPT_STRING('t', "target", "TARGET", struct globals, target,
+                   "lima:NAME, ssh://USER@HOST[:PORT] or local ($AGT_TARGET)"),
+    AGT_OPT_STRING('i', "instance", "NAME", struct globals, instance,
+                   "the Lima VM's name (agt_agent_sandbox; $AGT_INSTANCE)"),
+    AGT_OPT_BOOL('q', "quiet", struct globals, quiet, "no progress lines on stderr"),
+    AGT_OPT_BOOL(0, "version", struct globals, version, "print agt's version"),
+    AGT_OPT_END,
+};
 
 static void usage(FILE *f)
 {
@@ -108,24 +80,36 @@ static void usage(FILE *f)
 /* --format of the command that runs (agt runs one): agt_print_out prints through it. */
 static struct agt_format *format;
 
-struct opt_shim {
-  agt_opt_fn fn;
-  void *ctx;
-};
+/* The callback of the command that runs, for AGT_OPT_FORMAT_ENTRY (agt runs one command). */
+static agt_opt_fn command_fn;
 
-/* --format TEMPLATE: checked at once (before the command does anything), then the command
- * sees --json, whose output agt_print_out formats. */
-static int opt_shim(void *ctx, int key, const char *arg, agt_error_t *err)
+static int set_format(const char *arg, agt_error_t *err)
 {
-  struct opt_shim *sh = ctx;
-
-  if (key != AGT_OPT_FORMAT)
-    return sh->fn(sh->ctx, key, arg, err);
   agt_format_free(format);
   format = NULL;
   if (agt_format_parse(arg, &format, err) < 0)
     return agt_error_wrap(err, "--format");
-  return sh->fn(sh->ctx, AGT_OPT_JSON, NULL, err);
+  return 0;
+}
+
+/* --format TEMPLATE: checked at once (before the command does anything), then the command
+ * sees --json, whose output agt_print_out formats. */
+int agt_opt_format(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
+{
+  (void)o;
+  if (set_format(arg, err) < 0)
+    return -1;
+  *(int *)field = 1;
+  return 0;
+}
+
+static int format_shim(void *ctx, int key, const char *arg, agt_error_t *err)
+{
+  if (key != AGT_OPT_FORMAT)
+    return command_fn(ctx, key, arg, err);
+  if (set_format(arg, err) < 0)
+    return -1;
+  return command_fn(ctx, AGT_OPT_JSON, NULL, err);
 }
 
 int agt_print_out(json_t *v, json_t *items, agt_error_t *err)
@@ -142,14 +126,13 @@ int agt_print_out(json_t *v, json_t *items, agt_error_t *err)
 int agt_cmd_opts(int argc, char **argv, const struct agt_cmd_help *h, agt_opt_fn fn, void *ctx,
                  agt_error_t *err)
 {
-  static const struct agt_opt none[] = {{0, NULL, NULL, NULL}};
-  struct opt_shim sh = {fn, ctx};
+  static const struct agt_opt none[] = {AGT_OPT_END};
   int i;
 
   if (strstr(h->usage, "COMMAND") == NULL)
     agt_opts_permute(argc, argv, h->opts ? h->opts : none);
-  i = agt_opts_parse(argc, argv, h->opts ? h->opts : none, fn ? opt_shim : NULL, fn ? &sh : NULL,
-                     err);
+  command_fn = fn;
+  i = agt_opts_parse(argc, argv, h->opts ? h->opts : none, fn ? format_shim : NULL, ctx, err);
 
   if (i == -2)
     agt_opts_usage(stdout, h->usage, h->summary, h->opts);
@@ -189,14 +172,16 @@ int agt_subcmd_run(struct agt_ctx *c, const char *cmd, const char *summary,
   return agt_error_kind(err, AGT_E_INVALID, "unknown %s command '%s' (%s)", cmd, sub, names);
 }
 
-int agt_opt_json_only(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  (void)arg;
-  if (key != AGT_OPT_JSON)
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  *(int *)ctx = 1;
-  return 0;
-}
+const struct agt_opt agt_json_opts[] = {
+    AGT_OPT_JSON_FIELD(struct agt_flags, json),
+    AGT_OPT_END,
+};
+
+const struct agt_opt agt_json_format_opts[] = {
+    AGT_OPT_FORMAT_FIELD(struct agt_flags, json),
+    AGT_OPT_JSON_FIELD(struct agt_flags, json),
+    AGT_OPT_END,
+};
 
 void agt_note(struct agt_ctx *c, const char *fmt, ...)
 {
@@ -382,7 +367,7 @@ int main(int argc, char **argv)
   signal(SIGPIPE, SIG_IGN);
   memset(&c, 0, sizeof c);
   c.target.rpc.fd = -1;
-  i = agt_opts_parse(argc, argv, global_opts, global_opt, &g, &err);
+  i = agt_opts_parse(argc, argv, global_opts, NULL, &g, &err);
   if (i == -2) {
     usage(stdout);
     return 0;
