@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "fdrelay.h"
 #include "jailfmt.h"
+#include "jailspec.h"
 #include "rpc.h"
 #include "xalloc.h"
 
@@ -29,27 +30,6 @@ struct ctl {
   int exit_code; /* what agtd ctl exits with, e.g. an attached jail's exit code */
   agt_rpc_t rpc;
   int connected;
-};
-
-enum {
-  OPT_JSON = 256,
-  OPT_GRACE,
-  OPT_MEMORY,
-  OPT_PIDS,
-  OPT_CPU,
-  OPT_NOFILE,
-  OPT_TMP,
-  OPT_LOG,
-  OPT_DISK,
-  OPT_NO_DOWNLOAD,
-  OPT_ENV,
-  OPT_NET,
-  OPT_ALLOW,
-  OPT_HOME,
-  OPT_USER,
-  OPT_LOCKDOWN,
-  OPT_MOUNT,
-  OPT_ATTACH,
 };
 
 struct attach_args {
@@ -122,142 +102,120 @@ static int cmd_status(struct ctl *c, int argc, char **argv, agt_error_t *err)
 }
 
 struct create_opts {
-  int attach;
-  json_t *params;
-  json_t *limits;
-  json_t *env;
-  json_t *network;
+  const char *name, *agent, *rootfs, *workspace, *net, *home, *user;
+  json_t *env, *allow, *mounts;
+  struct agt_jail_spec spec;
+  int tty, attach, lockdown;
 };
+
+/* --env KEY=VALUE into the env object. */
+static int env_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
+{
+  const char *eq = strchr(arg, '=');
+  cleanup_free char *k = NULL;
+
+  (void)o;
+  if (eq == NULL || eq == arg)
+    return agt_error_kind(err, AGT_E_INVALID, "--env takes KEY=VALUE, not '%s'", arg);
+  k = xstrndup(arg, (size_t)(eq - arg));
+  json_object_set_new(*(json_t **)field, k, json_string(eq + 1));
+  return 0;
+}
+
+static int allow_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
+{
+  (void)o;
+  (void)err;
+  json_array_append_new(*(json_t **)field, json_string(arg));
+  return 0;
+}
+
+/* --mount PATH[:rw] into the mounts array. */
+static int mount_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
+{
+  size_t n = strlen(arg);
+  int rw = n > 3 && strcmp(arg + n - 3, ":rw") == 0;
+  cleanup_free char *path = xstrndup(arg, rw ? n - 3 : n);
+
+  (void)o;
+  (void)err;
+  json_array_append_new(*(json_t **)field, json_pack("{s:s, s:b}", "path", path, "writable", rw));
+  return 0;
+}
 
 static const struct agt_opt create_opts[] = {
-    {'n', "name", "NAME", "the jail's name (required)"},
-    {'a', "agent", "AGENT", "agent profile: shell or opencode (shell)"},
-    {'r', "rootfs", "REF", "rootfs id, id prefix or manifest name (default)"},
-    {'w', "workspace", "DIR", "directory bound read-write at /work (a new one under agtd's state)"},
-    {'e', "env", "KEY=VALUE", "set a variable in the jail's environment (repeatable)"},
-    {OPT_MEMORY, "memory", "SIZE", "memory limit, e.g. 512M, or unlimited (2G)"},
-    {OPT_PIDS, "pids", "N", "process limit, or unlimited (512)"},
-    {OPT_CPU, "cpu", "MILLI",
-     "CPU limit in thousandths of a core (10 or more), or unlimited (1000)"},
-    {OPT_NOFILE, "nofile", "N", "open file limit (4096)"},
-    {OPT_TMP, "tmp", "SIZE", "size of the jail's /tmp (512M)"},
-    {OPT_LOG, "log", "SIZE", "captured output kept on disk (8M)"},
-    {OPT_DISK, "disk", "SIZE",
-     "disk for the jail's writable root, 0 for no limit (10G, or an eighth of the jails' disk)"},
-    {'t', "tty", NULL, "run the agent on a terminal (attach to it with jail attach)"},
-    {OPT_ATTACH, "attach", NULL, "run only: attach to the jail once it runs (implies --tty)"},
-    {OPT_NET, "net", "MODE", "network: none, allow (through agtd's proxy) or open (allow)"},
-    {OPT_ALLOW, "allow", "HOST[:PORT]", "let the proxy reach HOST, or *.SUFFIX (repeatable)"},
-    {OPT_HOME, "home", "MODE",
-     "the jail's home: none (in its root), persistent (USER's home of AGENT), ephemeral"},
-    {OPT_USER, "user", "NAME", "whose persistent home (with --home persistent)"},
-    {OPT_LOCKDOWN, "lockdown", NULL, "an untrusted repository: ephemeral home, no mounts"},
-    {OPT_MOUNT, "mount", "PATH[:rw]",
-     "bind a guest directory or file at the same path, read-only unless :rw (repeatable)"},
-    {0, NULL, NULL, NULL},
+    AGT_OPT_STRING('n', "name", "NAME", struct create_opts, name, "the jail's name (required)"),
+    AGT_OPT_STRING('a', "agent", "AGENT", struct create_opts, agent,
+                   "agent profile: shell or opencode (shell)"),
+    AGT_OPT_STRING('r', "rootfs", "REF", struct create_opts, rootfs,
+                   "rootfs id, id prefix or manifest name (default)"),
+    AGT_OPT_STRING('w', "workspace", "DIR", struct create_opts, workspace,
+                   "directory bound read-write at /work (a new one under agtd's state)"),
+    AGT_OPT_CALLBACK('e', "env", "KEY=VALUE", struct create_opts, env, env_opt, 0,
+                     "set a variable in the jail's environment (repeatable)"),
+    AGT_JAIL_LIMIT_OPTS_DEFAULT(struct create_opts, spec),
+    AGT_OPT_BOOL('t', "tty", struct create_opts, tty,
+                 "run the agent on a terminal (attach to it with jail attach)"),
+    AGT_OPT_BOOL(0, "attach", struct create_opts, attach,
+                 "run only: attach to the jail once it runs (implies --tty)"),
+    AGT_OPT_STRING(0, "net", "MODE", struct create_opts, net,
+                   "network: none, allow (through agtd's proxy) or open (allow)"),
+    AGT_OPT_CALLBACK(0, "allow", "HOST[:PORT]", struct create_opts, allow, allow_opt, 0,
+                     "let the proxy reach HOST, or *.SUFFIX (repeatable)"),
+    AGT_OPT_STRING(
+        0, "home", "MODE", struct create_opts, home,
+        "the jail's home: none (in its root), persistent (USER's home of AGENT), ephemeral"),
+    AGT_OPT_STRING(0, "user", "NAME", struct create_opts, user,
+                   "whose persistent home (with --home persistent)"),
+    AGT_OPT_BOOL(0, "lockdown", struct create_opts, lockdown,
+                 "an untrusted repository: ephemeral home, no mounts"),
+    AGT_OPT_CALLBACK(0, "mount", "PATH[:rw]", struct create_opts, mounts, mount_opt, 0,
+                     "bind a guest directory or file at the same path, read-only unless :rw "
+                     "(repeatable)"),
+    AGT_OPT_END,
 };
 
-static int create_opt(void *ctx, int key, const char *arg, agt_error_t *err)
+/* The run request the options make (agtd checks it again). */
+static json_t *create_params(const struct create_opts *o)
 {
-  struct create_opts *o = ctx;
-  uint64_t v;
-  const char *eq;
+  json_t *p = json_object(), *limits = agt_jail_spec_to_json(&o->spec, 0);
+  const struct {
+    const char *key, *v;
+  } strs[] = {{"name", o->name},           {"agent", o->agent}, {"rootfs", o->rootfs},
+              {"workspace", o->workspace}, {"home", o->home},   {"user", o->user}};
 
-  switch (key) {
-  case 'n':
-    json_object_set_new(o->params, "name", json_string(arg));
-    return 0;
-  case 'a':
-    json_object_set_new(o->params, "agent", json_string(arg));
-    return 0;
-  case 'r':
-    json_object_set_new(o->params, "rootfs", json_string(arg));
-    return 0;
-  case 'w':
-    json_object_set_new(o->params, "workspace", json_string(arg));
-    return 0;
-  case 'e':
-    eq = strchr(arg, '=');
-    if (eq == NULL || eq == arg)
-      return agt_error_kind(err, AGT_E_INVALID, "--env takes KEY=VALUE, not '%s'", arg);
-    {
-      cleanup_free char *k = xstrndup(arg, (size_t)(eq - arg));
-      json_object_set_new(o->env, k, json_string(eq + 1));
-    }
-    return 0;
-  case OPT_MEMORY:
-    if (agt_parse_limit("--memory", arg, 1, &v, err) < 0)
-      return -1;
-    json_object_set_new(o->limits, "memory", agt_limit_json(v));
-    return 0;
-  case OPT_PIDS:
-  case OPT_CPU:
-    if (agt_parse_limit(key == OPT_PIDS ? "--pids" : "--cpu", arg, 0, &v, err) < 0)
-      return -1;
-    json_object_set_new(o->limits, key == OPT_PIDS ? "pids" : "cpu", agt_limit_json(v));
-    return 0;
-  case OPT_TMP:
-  case OPT_LOG:
-  case OPT_DISK:
-    if (agt_parse_size("size", arg, &v, err) < 0)
-      return -1;
-    json_object_set_new(o->limits,
-                        key == OPT_TMP    ? "tmp"
-                        : key == OPT_DISK ? "disk"
-                                          : "log",
-                        json_integer((json_int_t)v));
-    return 0;
-  case 't':
-    json_object_set_new(o->params, "tty", json_true());
-    return 0;
-  case OPT_ATTACH:
-    o->attach = 1;
-    json_object_set_new(o->params, "tty", json_true());
-    return 0;
-  case OPT_NET:
-    json_object_set_new(o->network, "mode", json_string(arg));
-    return 0;
-  case OPT_ALLOW:
-    if (!json_object_get(o->network, "allow"))
-      json_object_set_new(o->network, "allow", json_array());
-    json_array_append_new(json_object_get(o->network, "allow"), json_string(arg));
-    return 0;
-  case OPT_HOME:
-    json_object_set_new(o->params, "home", json_string(arg));
-    return 0;
-  case OPT_USER:
-    json_object_set_new(o->params, "user", json_string(arg));
-    return 0;
-  case OPT_LOCKDOWN:
-    json_object_set_new(o->params, "lockdown", json_true());
-    return 0;
-  case OPT_MOUNT: {
-    size_t n = strlen(arg);
-    int rw = n > 3 && strcmp(arg + n - 3, ":rw") == 0;
-    cleanup_free char *path = xstrndup(arg, rw ? n - 3 : n);
-    if (!json_object_get(o->params, "mounts"))
-      json_object_set_new(o->params, "mounts", json_array());
-    json_array_append_new(json_object_get(o->params, "mounts"),
-                          json_pack("{s:s, s:b}", "path", path, "writable", rw));
-    return 0;
+  for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+    if (strs[i].v)
+      json_object_set_new(p, strs[i].key, json_string(strs[i].v));
+  if (limits)
+    json_object_set_new(p, "limits", limits);
+  if (json_object_size(o->env))
+    json_object_set(p, "env", o->env);
+  if (o->net || json_array_size(o->allow)) {
+    json_t *net = json_object();
+    if (o->net)
+      json_object_set_new(net, "mode", json_string(o->net));
+    if (json_array_size(o->allow))
+      json_object_set(net, "allow", o->allow);
+    json_object_set_new(p, "network", net);
   }
-  case OPT_NOFILE:
-    if (agt_parse_u64("number", arg, &v, err) < 0)
-      return -1;
-    json_object_set_new(o->limits, "nofile", json_integer((json_int_t)v));
-    return 0;
-  default:
-    return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
-  }
+  if (json_array_size(o->mounts))
+    json_object_set(p, "mounts", o->mounts);
+  if (o->lockdown)
+    json_object_set_new(p, "lockdown", json_true());
+  if (o->tty || o->attach)
+    json_object_set_new(p, "tty", json_true());
+  return p;
 }
 
 static int create_or_run(struct ctl *c, const char *method, int argc, char **argv, agt_error_t *err)
 {
-  struct create_opts o = {0, json_object(), json_object(), json_object(), json_object()};
-  json_t *res;
+  struct create_opts o = {.env = json_object(), .allow = json_array(), .mounts = json_array()};
+  json_t *res, *params = NULL;
   int i, r;
 
-  i = agt_opts_parse(argc, argv, create_opts, create_opt, &o, err);
+  agt_jail_spec_init(&o.spec);
+  i = agt_opts_parse(argc, argv, create_opts, NULL, &o, err);
   if (i == -2) {
     agt_opts_usage(stdout, "agtd ctl jail run|create --name NAME [OPTIONS] [--] [ARGV...]",
                    "Create a jail (run also starts it and waits until its agent has exec'd).",
@@ -269,24 +227,19 @@ static int create_or_run(struct ctl *c, const char *method, int argc, char **arg
     r = -1;
     goto out;
   }
+  params = create_params(&o);
   if (i < argc) {
     json_t *a = json_array();
     for (; i < argc; i++)
       json_array_append_new(a, json_string(argv[i]));
-    json_object_set_new(o.params, "argv", a);
+    json_object_set_new(params, "argv", a);
   }
-  if (json_object_size(o.limits))
-    json_object_set(o.params, "limits", o.limits);
-  if (json_object_size(o.env))
-    json_object_set(o.params, "env", o.env);
-  if (json_object_size(o.network))
-    json_object_set(o.params, "network", o.network);
   if (o.attach && isatty(0)) {
     struct winsize ws;
     if (ioctl(0, TIOCGWINSZ, &ws) == 0 && ws.ws_row)
-      json_object_set_new(o.params, "size", json_pack("[i,i]", ws.ws_row, ws.ws_col));
+      json_object_set_new(params, "size", json_pack("[i,i]", ws.ws_row, ws.ws_col));
   }
-  r = call(c, method, json_incref(o.params), &res, err);
+  r = call(c, method, json_incref(params), &res, err);
   if (r == 0 && o.attach && strcmp(method, "jail.run") == 0) {
     struct attach_args a = {0, "ctrl-p,ctrl-q"};
     int code = attach_to(c, json_string_value(json_object_get(res, "name")), &a, err);
@@ -310,10 +263,10 @@ static int create_or_run(struct ctl *c, const char *method, int argc, char **arg
     json_decref(res);
   }
 out:
-  json_decref(o.params);
-  json_decref(o.limits);
+  json_decref(params);
   json_decref(o.env);
-  json_decref(o.network);
+  json_decref(o.allow);
+  json_decref(o.mounts);
   return r;
 }
 
@@ -596,22 +549,12 @@ out:
 }
 
 static const struct agt_opt attach_opts[] = {
-    {'r', "read-only", NULL, "watch without typing into the terminal"},
-    {'k', "detach-keys", "KEYS", "keys that detach, comma-separated (ctrl-p,ctrl-q)"},
-    {0, NULL, NULL, NULL},
+    AGT_OPT_BOOL('r', "read-only", struct attach_args, read_only,
+                 "watch without typing into the terminal"),
+    AGT_OPT_STRING('k', "detach-keys", "KEYS", struct attach_args, keys,
+                   "keys that detach, comma-separated (ctrl-p,ctrl-q)"),
+    AGT_OPT_END,
 };
-
-static int attach_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  struct attach_args *a = ctx;
-
-  (void)err;
-  if (key == 'r')
-    a->read_only = 1;
-  else if (key == 'k')
-    a->keys = arg;
-  return 0;
-}
 
 static int attach_to(struct ctl *c, const char *name, struct attach_args *a, agt_error_t *err)
 {
@@ -642,7 +585,7 @@ static int attach_to(struct ctl *c, const char *name, struct attach_args *a, agt
 static int jail_attach(struct ctl *c, int argc, char **argv, agt_error_t *err)
 {
   struct attach_args a = {0, "ctrl-p,ctrl-q"};
-  int i = agt_opts_parse(argc, argv, attach_opts, attach_opt, &a, err);
+  int i = agt_opts_parse(argc, argv, attach_opts, NULL, &a, err);
 
   if (i == -2) {
     agt_opts_usage(stdout, "agtd ctl jail attach [OPTIONS] NAME",
@@ -1005,22 +948,10 @@ static const struct {
 };
 
 static const struct agt_opt ctl_opts[] = {
-    {'s', "socket", "PATH", "agtd's socket (/run/agt/agtd.sock)"},
-    {OPT_JSON, "json", NULL, "print replies as JSON"},
-    {0, NULL, NULL, NULL},
+    AGT_OPT_STRING('s', "socket", "PATH", struct ctl, socket, "agtd's socket (/run/agt/agtd.sock)"),
+    AGT_OPT_BOOL(0, "json", struct ctl, json, "print replies as JSON"),
+    AGT_OPT_END,
 };
-
-static int ctl_opt(void *ctx, int key, const char *arg, agt_error_t *err)
-{
-  struct ctl *c = ctx;
-
-  (void)err;
-  if (key == 's')
-    c->socket = arg;
-  else if (key == OPT_JSON)
-    c->json = 1;
-  return 0;
-}
 
 static void ctl_usage(FILE *f)
 {
@@ -1037,7 +968,7 @@ int agtd_ctl_main(int argc, char **argv)
   agt_error_t err = NULL;
   int i, r = -1;
 
-  i = agt_opts_parse(argc, argv, ctl_opts, ctl_opt, &c, &err);
+  i = agt_opts_parse(argc, argv, ctl_opts, NULL, &c, &err);
   if (i == -2 || (i >= 0 && i >= argc)) {
     ctl_usage(i == -2 ? stdout : stderr);
     return i == -2 ? 0 : 2;

@@ -246,81 +246,49 @@ static char **env_build(json_t *req, int proxy, agt_error_t *err)
   return steal_pointer(&v);
 }
 
-/* memory, pids and cpu: a positive integer, or "unlimited" (0 in struct agt_cgroup_limits).
- * A request's 0 is refused: it is not a limit.  A record (jail.json) written by an agtd that
- * took 0 for none keeps that meaning. */
-static int lift_from_json(json_t *obj, const char *key, int record, uint64_t *out, agt_error_t *err)
+/* The jail spec's "unlimited" is 0 in struct agt_cgroup_limits. */
+static uint64_t lift_in(uint64_t v)
 {
-  json_t *v = json_object_get(obj, key);
-  uint64_t n = *out;
-
-  if (record && json_is_integer(v) && json_integer_value(v) == 0)
-    n = UINT64_MAX;
-  else if (agt_param_limit(obj, key, &n, err) < 0)
-    return -1;
-  *out = n == UINT64_MAX ? 0 : n;
-  return 0;
+  return v == AGT_LIMIT_UNLIMITED ? 0 : v;
 }
 
-static json_t *lift_to_json(uint64_t v)
+static uint64_t lift_out(uint64_t v)
 {
-  return agt_limit_json(v == 0 ? UINT64_MAX : v);
+  return v == 0 ? AGT_LIMIT_UNLIMITED : v;
 }
 
+/* A request's limits (or a record's: jail.json), checked by the jail spec's table: each
+ * within its bounds, unknown keys refused, the others at their defaults.  A record written
+ * by an agtd that took 0 for no limit keeps that meaning. */
 static int limits_from_json(json_t *obj, int record, struct agt_jail_limits *l, agt_error_t *err)
 {
-  static const char *const known[] = {"memory", "pids", "cpu",  "nofile",
-                                      "tmp",    "log",  "disk", NULL};
-  uint64_t val;
+  struct agt_jail_spec s;
 
-  l->cg.memory_bytes = AGT_JAIL_DEFAULT_MEMORY;
-  l->cg.pids = AGT_JAIL_DEFAULT_PIDS;
-  l->cg.cpu_millis = AGT_JAIL_DEFAULT_CPU;
-  l->nofile = AGT_JAIL_DEFAULT_NOFILE;
-  l->tmp_bytes = AGT_JAIL_DEFAULT_TMP;
-  l->log_bytes = AGT_JAIL_DEFAULT_LOG;
-  l->disk_bytes = AGT_JAIL_DEFAULT_DISK;
-  if (obj == NULL || json_is_null(obj))
-    return 0;
-  if (!json_is_object(obj))
-    return agt_error_kind(err, AGT_E_INVALID, "'limits' must be an object");
-  if (agt_param_only(obj, known, "limits.", err) < 0)
+  if (agt_jail_spec_from_json(&s, obj, record, err) < 0)
     return -1;
-  if (lift_from_json(obj, "memory", record, &l->cg.memory_bytes, err) < 0 ||
-      lift_from_json(obj, "pids", record, &l->cg.pids, err) < 0 ||
-      lift_from_json(obj, "cpu", record, &l->cg.cpu_millis, err) < 0 ||
-      agt_param_u64(obj, "nofile", 0, &l->nofile, err) < 0 ||
-      agt_param_u64(obj, "tmp", 0, &l->tmp_bytes, err) < 0 ||
-      agt_param_u64(obj, "log", 0, &l->log_bytes, err) < 0 ||
-      agt_param_u64(obj, "disk", 0, &l->disk_bytes, err) < 0)
-    return agt_error_wrap(err, "limits");
-  val = l->cg.memory_bytes;
-  if (val && val < (8ull << 20))
-    return agt_error_kind(err, AGT_E_INVALID, "limits.memory must be at least 8 MiB");
-  if (l->nofile < 16 || l->nofile > (1u << 20))
-    return agt_error_kind(err, AGT_E_INVALID, "limits.nofile must be within 16..1048576");
-  if (l->tmp_bytes < (1u << 20))
-    return agt_error_kind(err, AGT_E_INVALID, "limits.tmp must be at least 1 MiB");
-  if (l->disk_bytes && l->disk_bytes < (16u << 20))
-    return agt_error_kind(err, AGT_E_INVALID, "limits.disk must be 0 (none) or at least 16 MiB");
-  if (l->log_bytes < 4096)
-    return agt_error_kind(err, AGT_E_INVALID, "limits.log must be at least 4096 bytes");
-  if (l->cg.cpu_millis > 1000000)
-    return agt_error_kind(err, AGT_E_INVALID, "limits.cpu is in thousandths of a core");
-  if (l->cg.cpu_millis && l->cg.cpu_millis < 10) /* the kernel's least CFS quota: 1 ms of 100 */
-    return agt_error_kind(
-        err, AGT_E_INVALID,
-        "limits.cpu must be at least 10 (thousandths of a core), or \"unlimited\"");
+  l->cg.memory_bytes = lift_in(s.memory);
+  l->cg.pids = lift_in(s.pids);
+  l->cg.cpu_millis = lift_in(s.cpu);
+  l->nofile = s.nofile;
+  l->tmp_bytes = s.tmp;
+  l->log_bytes = s.log;
+  l->disk_bytes = s.disk;
   return 0;
 }
 
 static json_t *limits_to_json(const struct agt_jail_limits *l)
 {
-  return json_pack("{s:o, s:o, s:o, s:I, s:I, s:I, s:I}", "memory",
-                   lift_to_json(l->cg.memory_bytes), "pids", lift_to_json(l->cg.pids), "cpu",
-                   lift_to_json(l->cg.cpu_millis), "nofile", (json_int_t)l->nofile, "tmp",
-                   (json_int_t)l->tmp_bytes, "log", (json_int_t)l->log_bytes, "disk",
-                   (json_int_t)l->disk_bytes);
+  struct agt_jail_spec s;
+
+  agt_jail_spec_init(&s);
+  s.memory = lift_out(l->cg.memory_bytes);
+  s.pids = lift_out(l->cg.pids);
+  s.cpu = lift_out(l->cg.cpu_millis);
+  s.nofile = l->nofile;
+  s.tmp = l->tmp_bytes;
+  s.log = l->log_bytes;
+  s.disk = l->disk_bytes;
+  return agt_jail_spec_to_json(&s, 1);
 }
 
 int agt_jail_disk_promise(struct agtd_s *d, const agt_jail_t *j, agt_error_t *err)

@@ -16,6 +16,7 @@
 #include "egress.h"
 #include "error.h"
 #include "jail_mounts.h"
+#include "jailspec.h"
 #include "outlog.h"
 
 struct agtd_s;
@@ -37,14 +38,14 @@ struct agt_jail_limits {
   uint64_t disk_bytes; /* the jail's writable layer (btrfs quota); 0: no limit */
 };
 
-/* Defaults for limits a request leaves out. */
-#define AGT_JAIL_DEFAULT_MEMORY (2ULL << 30)
-#define AGT_JAIL_DEFAULT_DISK (10ULL << 30)
-#define AGT_JAIL_DEFAULT_PIDS 512
-#define AGT_JAIL_DEFAULT_CPU 1000
-#define AGT_JAIL_DEFAULT_NOFILE 4096
-#define AGT_JAIL_DEFAULT_TMP (512ULL << 20)
-#define AGT_JAIL_DEFAULT_LOG (8ULL << 20)
+/* Defaults for limits a request leaves out: the jail spec's (common/jailspec.h). */
+#define AGT_JAIL_DEFAULT_MEMORY (agt_jail_spec_keys[AGT_SPEC_MEMORY].def)
+#define AGT_JAIL_DEFAULT_DISK (agt_jail_spec_keys[AGT_SPEC_DISK].def)
+#define AGT_JAIL_DEFAULT_PIDS (agt_jail_spec_keys[AGT_SPEC_PIDS].def)
+#define AGT_JAIL_DEFAULT_CPU (agt_jail_spec_keys[AGT_SPEC_CPU].def)
+#define AGT_JAIL_DEFAULT_NOFILE (agt_jail_spec_keys[AGT_SPEC_NOFILE].def)
+#define AGT_JAIL_DEFAULT_TMP (agt_jail_spec_keys[AGT_SPEC_TMP].def)
+#define AGT_JAIL_DEFAULT_LOG (agt_jail_spec_keys[AGT_SPEC_LOG].def)
 #define AGT_JAIL_ARGV_MAX 256
 #define AGT_JAIL_ENV_MAX 256
 #define AGT_JAIL_STR_MAX 4096
