@@ -18,9 +18,10 @@
 #include "base64.h"
 #include "cleanup.h"
 #include "cli.h"
-#include "fdrelay.h"
 #include "jailfmt.h"
 #include "jailspec.h"
+#include "port_relay.h"
+#include "stream_relay.h"
 #include "rpc.h"
 #include "xalloc.h"
 
@@ -357,195 +358,23 @@ static int jail_net(struct ctl *c, int argc, char **argv, agt_error_t *err)
   return 0;
 }
 
-/* Streams: after jail.attach, or jail.logs with follow, the connection carries frames of
- * output ({"out": base64}) and finally {"exit": jail}. */
-
-static volatile sig_atomic_t winch;
-
-static void on_winch(int sig)
+/* Streams (jail attach, logs -f, exec): the relay agt uses too (common/stream_relay.c).
+ * Returns the exit code of what ended, -1 after a detach, -2 on an error. */
+static int stream(struct ctl *c, int writer, int attach, const struct agt_detach_keys *keys,
+                  agt_error_t *err)
 {
-  (void)sig;
-  winch = 1;
-}
+  struct agt_stream s;
 
-static int send_frame(struct ctl *c, json_t *m, agt_error_t *err)
-{
-  unsigned char *f;
-  size_t n;
-  int r;
-
-  if (agt_frame_encode(m, &f, &n, err) < 0)
-    return -1;
-  r = agt_rpc_send_raw(&c->rpc, f, n, err);
-  free(f);
-  return r;
-}
-
-static int send_resize(struct ctl *c, agt_error_t *err)
-{
-  struct winsize ws;
-  json_t *m;
-  int r;
-
-  if (ioctl(0, TIOCGWINSZ, &ws) < 0 || ws.ws_row == 0)
-    return 0;
-  m = json_pack("{s:[i,i]}", "resize", ws.ws_row, ws.ws_col);
-  r = send_frame(c, m, err);
-  json_decref(m);
-  return r;
-}
-
-static int send_input(struct ctl *c, const unsigned char *data, size_t len, agt_error_t *err)
-{
-  char *b64;
-  json_t *m;
-  int r;
-
-  if (len == 0)
-    return 0;
-  b64 = agt_base64_encode(data, len);
-  m = json_pack("{s:s}", "in", b64);
-  r = send_frame(c, m, err);
-  json_decref(m);
-  free(b64);
-  return r;
-}
-
-/* "ctrl-p,ctrl-q" -> bytes. */
-static int parse_keys(const char *spec, unsigned char *keys, size_t *n, agt_error_t *err)
-{
-  cleanup_free char *s = xstrdup(spec);
-  char *save = NULL;
-
-  *n = 0;
-  for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    if (*n >= 8)
-      return agt_error_kind(err, AGT_E_INVALID, "--detach-keys: at most 8 keys");
-    if (strncmp(t, "ctrl-", 5) == 0 && t[5] && !t[6])
-      keys[(*n)++] = (unsigned char)(t[5] & 0x1f);
-    else if (t[0] && !t[1])
-      keys[(*n)++] = (unsigned char)t[0];
-    else
-      return agt_error_kind(err, AGT_E_INVALID, "--detach-keys: '%s' is not a key (a, ctrl-a)", t);
-  }
-  if (*n == 0)
-    return agt_error_kind(err, AGT_E_INVALID, "--detach-keys is empty");
-  return 0;
-}
-
-/* Copy the stream to stdout (and, when interactive, stdin to the jail) until the jail ends
- * (*code = its exit code) or the detach keys are typed (*code = -1). */
-static int stream_session(struct ctl *c, int interactive, const unsigned char *keys, size_t nkeys,
-                          int *code, agt_error_t *err)
-{
-  struct termios saved;
-  int raw = 0, r = -1, ended = 0;
-  size_t matched = 0;
-  struct sigaction sa;
-
-  *code = -1;
-  if (interactive && isatty(0) && tcgetattr(0, &saved) == 0) {
-    struct termios t = saved;
-    cfmakeraw(&t);
-    if (tcsetattr(0, TCSANOW, &t) == 0)
-      raw = 1;
-  }
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_winch;
-  sigaction(SIGWINCH, &sa, NULL);
-  if (interactive && send_resize(c, err) < 0)
-    goto out;
-  for (;;) {
-    struct pollfd pf[2] = {{.fd = c->rpc.fd, .events = POLLIN}, {.fd = 0, .events = POLLIN}};
-    json_t *msg;
-    int k;
-
-    if (winch) {
-      winch = 0;
-      if (interactive && send_resize(c, err) < 0)
-        goto out;
-    }
-    /* frames already decoded first */
-    while ((k = agt_decoder_next(&c->rpc.dec, &msg, err)) != 0) {
-      json_t *v;
-      if (k < 0)
-        goto out;
-      if ((v = json_object_get(msg, "out")) != NULL) {
-        size_t len;
-        char *data = agt_base64_decode(json_string_value(v) ? json_string_value(v) : "", &len);
-        if (data && len && fwrite(data, 1, len, stdout) != len) {
-          free(data);
-          json_decref(msg);
-          agt_error_make(err, errno, "write");
-          goto out;
-        }
-        free(data);
-        fflush(stdout);
-      } else if ((v = json_object_get(msg, "exit")) != NULL) {
-        *code = (int)json_integer_value(json_object_get(v, "exit_code"));
-        ended = 1;
-      } else if ((v = json_object_get(msg, "error")) != NULL) {
-        fprintf(stderr, "agtd: %s\r\n", json_string_value(json_object_get(v, "message")));
-      }
-      json_decref(msg);
-    }
-    if (ended)
-      break;
-    k = poll(pf, interactive ? 2 : 1, -1);
-    if (k < 0 && errno == EINTR)
-      continue;
-    if (k < 0) {
-      agt_error_make(err, errno, "poll");
-      goto out;
-    }
-    if (pf[0].revents) {
-      char buf[65536];
-      ssize_t n = read(c->rpc.fd, buf, sizeof buf);
-      if (n <= 0) {
-        agt_error_kind(err, AGT_E_PROTO, "agtd closed the stream");
-        goto out;
-      }
-      agt_decoder_feed(&c->rpc.dec, buf, (size_t)n);
-    }
-    if (interactive && pf[1].revents) {
-      unsigned char in[4096], outb[4096 + 8];
-      size_t o = 0;
-      ssize_t n = read(0, in, sizeof in);
-      if (n <= 0) {
-        interactive = 0; /* stdin closed: keep showing output */
-        continue;
-      }
-      for (ssize_t i = 0; i < n; i++) {
-        if (in[i] == keys[matched]) {
-          if (++matched == nkeys) {
-            json_t *m = json_pack("{s:b}", "detach", 1);
-            send_input(c, outb, o, err);
-            send_frame(c, m, err);
-            json_decref(m);
-            r = 0;
-            goto out;
-          }
-          continue;
-        }
-        /* not the sequence after all: what was held back goes to the jail */
-        memcpy(outb + o, keys, matched);
-        o += matched;
-        matched = 0;
-        if (in[i] == keys[0]) {
-          matched = 1;
-          continue;
-        }
-        outb[o++] = in[i];
-      }
-      if (send_input(c, outb, o, err) < 0)
-        goto out;
-    }
-  }
-  r = 0;
-out:
-  if (raw)
-    tcsetattr(0, TCSANOW, &saved);
-  return r;
+  memset(&s, 0, sizeof s);
+  s.rpc = &c->rpc;
+  s.interactive = writer;
+  s.watch_keys = attach && !writer && isatty(0); /* read-only: the detach keys work */
+  s.attach = attach;
+  s.keys = keys;
+  s.prog = "agtd ctl";
+  if (agt_stream_run(&s, err) < 0)
+    return -2;
+  return s.end == AGT_STREAM_DETACHED ? -1 : s.exit_code;
 }
 
 static const struct agt_opt attach_opts[] = {
@@ -558,13 +387,12 @@ static const struct agt_opt attach_opts[] = {
 
 static int attach_to(struct ctl *c, const char *name, struct attach_args *a, agt_error_t *err)
 {
-  unsigned char keys[8];
-  size_t nkeys;
+  struct agt_detach_keys keys;
   json_t *res;
   int code, writer;
 
-  if (parse_keys(a->keys, keys, &nkeys, err) < 0)
-    return -1;
+  if (agt_detach_keys_parse(a->keys, &keys, err) < 0)
+    return agt_error_wrap(err, "--detach-keys");
   if (call(c, "jail.attach", json_pack("{s:s, s:b}", "name", name, "write", !a->read_only), &res,
            err) < 0)
     return -1;
@@ -573,7 +401,8 @@ static int attach_to(struct ctl *c, const char *name, struct attach_args *a, agt
   if (isatty(2))
     fprintf(stderr, "[attached to %s%s; detach with %s]\r\n", name, writer ? "" : ", read-only",
             a->keys);
-  if (stream_session(c, writer, keys, nkeys, &code, err) < 0)
+  code = stream(c, writer, 1, &keys, err);
+  if (code == -2)
     return -1;
   if (code < 0) {
     fprintf(stderr, "\r\n[detached from %s; it keeps running]\r\n", name);
@@ -599,38 +428,25 @@ static int jail_attach(struct ctl *c, int argc, char **argv, agt_error_t *err)
   return attach_to(c, argv[i], &a, err);
 }
 
-/* jail port NAME GUESTPORT [LOCALPORT]: listen on this machine's 127.0.0.1:LOCALPORT and
- * carry each connection to GUESTPORT on the jail's loopback, over a connection to agtd of its
- * own (a child process per connection). */
-static void relay_one(struct ctl *c, const char *name, uint64_t port, int conn)
+/* jail port NAME GUESTPORT [LOCALPORT]: the relay agt jail port uses (common/port_relay.c),
+ * each connection to agtd a new one to its socket. */
+static int open_agtd(void *ctx, agt_rpc_t *rpc, agt_error_t *err)
 {
-  struct agt_fdrelay fr;
-  agt_rpc_t rpc;
-  agt_error_t err = NULL;
-  json_t *res;
+  return agt_rpc_connect_unix(rpc, ((struct ctl *)ctx)->socket, err);
+}
 
-  if (agt_rpc_connect_unix(&rpc, c->socket, &err) < 0 ||
-      agt_rpc_call(&rpc, "jail.port",
-                   json_pack("{s:s, s:I}", "name", name, "port", (json_int_t)port), &res,
-                   &err) < 0) {
-    fprintf(stderr, "agtd ctl: %s\n", err->msg);
-    _exit(1);
-  }
-  json_decref(res);
-  agt_fdrelay_init(&fr, conn, steal_fd(&rpc.fd));
-  /* bytes that came right behind the reply are the jail's already */
-  agt_fdrelay_preload(&fr, 1, rpc.dec.buf, rpc.dec.len);
-  agt_rpc_close(&rpc);
-  _exit(agt_fdrelay_run(&fr) < 0 ? 1 : 0);
+static void port_listening(void *ctx, unsigned port)
+{
+  struct agt_portfwd *p = ctx;
+
+  printf("forwarding 127.0.0.1:%u to port %u in jail %s\n", port, p->guest_port, p->jail);
+  fflush(stdout);
 }
 
 static int jail_port(struct ctl *c, int argc, char **argv, agt_error_t *err)
 {
-  uint64_t gport, lport = 0, watch_id;
-  struct sockaddr_in sa;
-  socklen_t len = sizeof sa;
-  int fd, one = 1;
-  agt_rpc_t watch;
+  struct agt_portfwd p;
+  uint64_t gport, lport = 0;
 
   if (argc < 3 || agt_parse_u64("guest port", argv[2], &gport, err) < 0 || gport == 0 ||
       gport > 65535)
@@ -655,69 +471,16 @@ static int jail_port(struct ctl *c, int argc, char **argv, agt_error_t *err)
     }
     json_decref(res);
   }
-  /* The jail's end, or agtd's, ends the forwarding: a connection of its own waits for it. */
-  if (agt_rpc_connect_unix(&watch, c->socket, err) < 0)
-    return -1;
-  {
-    json_t *params = json_pack("{s:s}", "name", argv[1]);
-    int rc = agt_rpc_send(&watch, "jail.wait", params, &watch_id, err);
-    json_decref(params);
-    if (rc < 0) {
-      agt_rpc_close(&watch);
-      return -1;
-    }
-  }
-  fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  memset(&sa, 0, sizeof sa);
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons((uint16_t)lport);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK); /* only this machine's loopback listens */
-  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-      bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 64) < 0 ||
-      getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
-    return agt_error_make(err, errno, "listen on 127.0.0.1:%llu", (unsigned long long)lport);
-  printf("forwarding 127.0.0.1:%u to port %llu in jail %s\n", ntohs(sa.sin_port),
-         (unsigned long long)gport, argv[1]);
-  fflush(stdout);
-  signal(SIGCHLD, SIG_IGN); /* children reap themselves */
-  for (;;) {
-    struct pollfd pf[2] = {{.fd = fd, .events = POLLIN}, {.fd = watch.fd, .events = POLLIN}};
-    int conn;
-    pid_t pid;
-
-    if (poll(pf, 2, -1) < 0) {
-      if (errno == EINTR)
-        continue;
-      return agt_error_make(err, errno, "poll");
-    }
-    if (pf[1].revents) {
-      json_t *res;
-      int rc = agt_rpc_await(&watch, watch_id, &res, err);
-      agt_rpc_close(&watch);
-      close(fd);
-      if (rc < 0)
-        return agt_error_wrap(err, "forwarding to jail '%s' stopped", argv[1]);
-      json_decref(res);
-      fprintf(stderr, "agtd ctl: jail '%s' ended: forwarding stopped\n", argv[1]);
-      return 0;
-    }
-    if (!pf[0].revents)
-      continue;
-    conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
-    if (conn < 0) {
-      if (errno == EINTR || errno == ECONNABORTED)
-        continue;
-      return agt_error_make(err, errno, "accept");
-    }
-    pid = fork();
-    if (pid == 0) {
-      close(fd);
-      close(watch.fd);
-      relay_one(c, argv[1], gport, conn);
-      _exit(0);
-    }
-    close(conn);
-  }
+  memset(&p, 0, sizeof p);
+  p.open = open_agtd;
+  p.open_ctx = c;
+  p.prog = "agtd ctl";
+  p.jail = argv[1];
+  p.guest_port = (unsigned)gport;
+  p.local_port = (unsigned)lport;
+  p.listening = port_listening;
+  p.ctx = &p;
+  return agt_portfwd_run(&p, err);
 }
 
 static int cmd_jail(struct ctl *c, int argc, char **argv, agt_error_t *err)
@@ -785,7 +548,6 @@ static int cmd_jail(struct ctl *c, int argc, char **argv, agt_error_t *err)
     if (follow) {
       /* A stream: the log so far, then live output until the jail ends, nothing lost. */
       json_t *res;
-      int code;
       if (call(c, "jail.logs", json_pack("{s:s, s:b}", "name", argv[1], "follow", 1), &res, err) <
           0)
         return -1;
@@ -794,7 +556,7 @@ static int cmd_jail(struct ctl *c, int argc, char **argv, agt_error_t *err)
         json_decref(res);
       } else {
         json_decref(res);
-        return stream_session(c, 0, (const unsigned char *)"", 1, &code, err);
+        return stream(c, 0, 0, NULL, err) == -2 ? -1 : 0;
       }
     }
     for (;;) {
@@ -844,7 +606,8 @@ static int cmd_jail(struct ctl *c, int argc, char **argv, agt_error_t *err)
     if (call(c, "jail.exec", json_pack("{s:s, s:o}", "name", argv[1], "argv", a), &res, err) < 0)
       return -1;
     json_decref(res);
-    if (stream_session(c, 0, (const unsigned char *)"", 1, &code, err) < 0)
+    code = stream(c, 0, 0, NULL, err);
+    if (code == -2)
       return -1;
     c->exit_code = code;
     return 0;

@@ -1,6 +1,6 @@
 /* agt jail run|create|start|attach|exec|logs|net|port|ls|inspect|stop|rm: agtd's jail
- * requests, through the target.  Streams (attach, logs -f, exec) are in stream.c, forwarded
- * ports in portfwd.c. */
+ * requests, through the target.  Streams (attach, logs -f, exec) are common/stream_relay.c's,
+ * forwarded ports common/port_relay.c's (agtd ctl uses the same). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,8 +17,8 @@
 #include "jailfmt.h"
 #include "jailspec.h"
 #include "names.h"
-#include "portfwd.h"
-#include "stream.h"
+#include "port_relay.h"
+#include "stream_relay.h"
 #include "timefmt.h"
 #include "util.h"
 #include "xalloc.h"
@@ -1531,6 +1531,11 @@ static int parse_port(const char *what, const char *s, int zero_ok, unsigned *ou
   return 0;
 }
 
+static int target_open(void *ctx, agt_rpc_t *rpc, agt_error_t *err)
+{
+  return agt_target_open(ctx, rpc, err);
+}
+
 static void port_listening(void *ctx, unsigned port)
 {
   struct agt_portfwd *p = ctx;
@@ -1551,7 +1556,9 @@ static int jail_port(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   if (argc - i < 2 || argc - i > 3)
     return agt_error_kind(err, AGT_E_INVALID, "usage: %s", port_help.usage);
   memset(&p, 0, sizeof p);
-  p.target = &c->target;
+  p.open = target_open;
+  p.open_ctx = &c->target;
+  p.prog = "agt";
   p.jail = argv[i];
   p.quiet = c->quiet;
   p.listening = port_listening;

@@ -14,7 +14,7 @@
 #include "lima.h"
 #include "names.h"
 #include "platform.h"
-#include "stream.h"
+#include "stream_relay.h"
 #include "xalloc.h"
 #include "yamlutil.h"
 

@@ -1,4 +1,4 @@
-/* agt's side of agtd's streams (host/stream.c): the detach keys, output frames copied to
+/* agt's side of agtd's streams (common/stream_relay.c): the detach keys, output frames copied to
  * stdout in order with their offsets, the exit frame's code, keys sent as "in" frames
  * with the detach sequence held back and turned into "detach", and a connection that
  * ends without an exit frame.  agtd is played by the other end of a socketpair; stdin and
@@ -19,7 +19,7 @@
 #include "cleanup.h"
 #include "proto.h"
 #include "rpc.h"
-#include "stream.h"
+#include "stream_relay.h"
 #include "xalloc.h"
 
 static void test_detach_keys(void **state)

@@ -1,4 +1,4 @@
-/* What agt undoes in the user's terminal when leaving a jail's (host/termmodes.c): the
+/* What agt undoes in the user's terminal when leaving a jail's (common/termmodes.c): the
  * modes opencode's TUI switches on, read from its output even when a sequence is split
  * between two pieces; modes the program switched off again are left alone. */
 #include <setjmp.h>

@@ -3,8 +3,8 @@
  * without its own cleanup), as tmux does: the alternate screen, mouse reporting, bracketed
  * paste, focus events, a hidden cursor, application cursor keys and keypad, and the
  * keyboard protocols (kitty's, xterm's modifyOtherKeys) that change what keys send. */
-#ifndef AGT_HOST_TERMMODES_H
-#define AGT_HOST_TERMMODES_H
+#ifndef AGT_TERMMODES_H
+#define AGT_TERMMODES_H
 
 #include <stddef.h>
 

@@ -1,4 +1,4 @@
-#include "portfwd.h"
+#include "port_relay.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -80,12 +80,14 @@ static struct relay *start_relay(struct agt_portfwd *p, int conn)
   struct relay *r;
   int rc;
 
-  rc = agt_target_open(p->target, &rpc, &err);
+  memset(&rpc, 0, sizeof rpc);
+  rpc.fd = -1;
+  rc = p->open(p->open_ctx, &rpc, &err);
   if (rc == 0)
     rc = agt_rpc_call(&rpc, "jail.port", params, &res, &err);
   json_decref(params);
   if (rc < 0) {
-    fprintf(stderr, "agt: port %u of jail '%s': %s\n", p->guest_port, p->jail, err->msg);
+    fprintf(stderr, "%s: port %u of jail '%s': %s\n", p->prog, p->guest_port, p->jail, err->msg);
     agt_error_release(&err);
     agt_rpc_close(&rpc);
     close(conn);
@@ -112,7 +114,7 @@ static int watch_jail(struct agt_portfwd *p, agt_rpc_t *watch, agt_error_t *err)
 {
   json_t *params = json_pack("{s:s}", "name", p->jail);
   uint64_t id;
-  int rc = agt_target_open(p->target, watch, err);
+  int rc = p->open(p->open_ctx, watch, err);
 
   if (rc == 0)
     rc = agt_rpc_send(watch, "jail.wait", params, &id, err);
@@ -130,7 +132,7 @@ static int jail_ended(struct agt_portfwd *p, agt_rpc_t *watch, agt_error_t *err)
     return agt_error_wrap(err, "forwarding to jail '%s' stopped", p->jail);
   json_decref(res);
   if (!p->quiet)
-    fprintf(stderr, "agt: jail '%s' ended: forwarding stopped\n", p->jail);
+    fprintf(stderr, "%s: jail '%s' ended: forwarding stopped\n", p->prog, p->jail);
   return 0;
 }
 

@@ -1,10 +1,11 @@
-/* agtd's streams, the host's side (docs/PROTOCOL.md, "Streams"): after jail.attach,
- * jail.logs with follow or jail.exec, the connection carries output frames ({"out"}) and
- * ends with {"exit"}.  agt copies the output to stdout; attached to a terminal it also
- * sends the user's keys ({"in"}) and window size ({"resize"}, again at every SIGWINCH),
- * with the terminal in raw mode, and leaves on the detach keys ({"detach"}). */
-#ifndef AGT_HOST_STREAM_H
-#define AGT_HOST_STREAM_H
+/* agtd's streams, the client's side (docs/PROTOCOL.md, "Streams"), for agt and agtd ctl
+ * alike: after jail.attach, jail.logs with follow or jail.exec, the connection carries
+ * output frames ({"out"}) and ends with {"exit"}.  The client copies the output to stdout;
+ * attached to a terminal it also sends the user's keys ({"in"}) and window size
+ * ({"resize"}, again at every SIGWINCH), with the terminal in raw mode, and leaves on the
+ * detach keys ({"detach"}). */
+#ifndef AGT_STREAM_RELAY_H
+#define AGT_STREAM_RELAY_H
 
 #include <jansson.h>
 #include <stddef.h>
@@ -45,6 +46,7 @@ struct agt_stream {
    * the last two can come) */
   int attach;
   const struct agt_detach_keys *keys; /* interactive or watch_keys */
+  const char *prog;                   /* who says agtd's errors on stderr: "agt" (NULL) */
   /* what happened */
   enum agt_stream_end end;
   int exit_code;

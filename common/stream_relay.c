@@ -1,4 +1,4 @@
-#include "stream.h"
+#include "stream_relay.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -250,8 +250,8 @@ static int frame(struct session *ss, json_t *msg, agt_error_t *err)
     return 1;
   }
   if ((v = json_object_get(msg, "error")) != NULL) {
-    fprintf(stderr, "agt: agtd: %s%s\n", json_string_value(json_object_get(v, "message")),
-            ss->raw ? "\r" : "");
+    fprintf(stderr, "%s: agtd: %s%s\n", s->prog ? s->prog : "agt",
+            json_string_value(json_object_get(v, "message")), ss->raw ? "\r" : "");
     return 0;
   }
   return 0; /* a frame of a later protocol: not for us */
