@@ -19,36 +19,16 @@
 #include "fsutil.h"
 #include "jail.h"
 #include "jail_keep.h"
+#include "log.h"
 #include "rootfs/rootfs.h"
 #include "server.h"
 #include "xalloc.h"
-
-void agtd_log(const char *fmt, ...)
-{
-  va_list ap;
-
-  fputs("agtd: ", stderr);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-}
-
-void agtd_read_buffer(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-  static char slab[65536];
-
-  (void)h;
-  (void)suggested;
-  buf->base = slab;
-  buf->len = sizeof slab;
-}
 
 static void on_signal(uv_signal_t *s, int signum)
 {
   agtd_t *d = s->data;
 
-  agtd_log("signal %d: shutting down; running jails go on under their keepers", signum);
+  agt_log_info("signal %d: shutting down; running jails go on under their keepers", signum);
   d->shutting_down = 1;
   /* Running jails are not agtd's: their keepers hold them until the next agtd (keeper.h). */
   agt_server_close(d);
@@ -148,17 +128,17 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
   if (agt_disk_init(&d->disk, cfg->state_dir, d->layers_dir, cfg->disk_size, err) < 0)
     return agt_error_wrap(err, "the jails' disk");
   if (d->disk.enabled)
-    agtd_log("jails' writable layers: btrfs at %s (%llu MiB), a quota per jail", d->layers_dir,
-             (unsigned long long)(d->disk.size >> 20));
+    agt_log_info("jails' writable layers: btrfs at %s (%llu MiB), a quota per jail", d->layers_dir,
+                 (unsigned long long)(d->disk.size >> 20));
   else
-    agtd_log("jails' writable layers: NO DISK LIMIT (%s)", d->disk.why_off);
+    agt_log_warning("jails' writable layers: NO DISK LIMIT (%s)", d->disk.why_off);
   if (agt_cgroup_root_init(&d->cgroup, cfg->cgroup_parent, err) < 0)
     return agt_error_wrap(err, "cgroups");
   /* Machine-wide settings are the machine's (lima/provision/machine.sh): agtd reads them. */
   d->cgroup.fast_attach = agt_cgroup_favordynmods();
   if (!d->cgroup.fast_attach)
-    agtd_log("cgroups: the kernel's cgroup flag favordynmods is off: moving a process between "
-             "cgroups waits for an RCU grace period (lima/provision/machine.sh turns it on)");
+    agt_log_info("cgroups: the kernel's cgroup flag favordynmods is off: moving a process between "
+                 "cgroups waits for an RCU grace period (lima/provision/machine.sh turns it on)");
   if (agt_seccomp_compile(&d->seccomp, err) < 0 ||
       agt_seccomp_compile_split(&d->seccomp_ahead, &d->seccomp_tail, err) < 0)
     return agt_error_wrap(err, "seccomp filter");
@@ -170,7 +150,7 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
     return -1;
   agt_warm_init(d, cfg->warm, d->cgroup.fast_attach);
   if (agt_disk_sweep(&d->disk, d->jails_dir) > 0)
-    agtd_log("removed the jails' layers left over from starts cut short");
+    agt_log_info("removed the jails' layers left over from starts cut short");
   agt_start_prio_init(d, cfg->realtime_starts);
   if (agt_server_listen(d, err) < 0)
     return -1;
@@ -179,8 +159,8 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
   d->sigterm.data = d->sigint.data = d;
   uv_signal_start(&d->sigterm, on_signal, SIGTERM);
   uv_signal_start(&d->sigint, on_signal, SIGINT);
-  agtd_log("listening on %s (cgroup v%d, %u jail records)", cfg->socket_path, d->cgroup.version,
-           d->njails);
+  agt_log_info("listening on %s (cgroup v%d, %u jail records)", cfg->socket_path, d->cgroup.version,
+               d->njails);
   return 0;
 }
 
@@ -218,7 +198,7 @@ void agtd_release(agtd_t *d)
   for (agt_jail_t *j = d->jails; j; j = j->next)
     kept += j->keep_open;
   if (kept)
-    agtd_log("%d jails go on running under their keepers", kept);
+    agt_log_info("%d jails go on running under their keepers", kept);
   agt_start_prio_release(d);
   uv_walk(d->loop, close_walk_cb, NULL);
   uv_run(d->loop, UV_RUN_DEFAULT);

@@ -72,16 +72,9 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
 int agtd_run(agtd_t *d);
 void agtd_release(agtd_t *d);
 
-/* libuv alloc callback for reads consumed at once (copied or written before the next read):
- * one buffer for the whole single-threaded loop. */
-void agtd_read_buffer(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
-
 /* Resolve a rootfs reference in the store, through the cached list of builds; forget the
  * list when the store changes. */
 int agtd_rootfs_resolve(agtd_t *d, const char *ref, json_t **info, agt_error_t *err);
 void agtd_rootfs_changed(agtd_t *d);
-
-/* Logging to stderr (journald picks it up under systemd). */
-void agtd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

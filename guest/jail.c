@@ -18,6 +18,7 @@
 #include "home.h"
 #include "jail_keep.h"
 #include "jail_warm.h"
+#include "log.h"
 #include "names.h"
 #include "proto.h"
 #include "rootfs/rootfs.h"
@@ -820,18 +821,18 @@ static int adopt(agt_jail_t *j)
   int fd = agt_keep_connect(j->dir, &h, fds, &e);
 
   if (fd < 0) {
-    agtd_log("jail '%s': %s", j->name, e->msg);
+    agt_log_warning("jail '%s': %s", j->name, e->msg);
     agt_error_release(&e);
     return -1;
   }
   if (agt_jail_adopt(j, fd, &h, fds, &e) < 0) {
-    agtd_log("jail '%s': %s", j->name, e->msg);
+    agt_log_warning("jail '%s': %s", j->name, e->msg);
     agt_error_release(&e);
   }
   for (int i = 0; i < 2; i++)
     if (fds[i] >= 0)
       close(fds[i]);
-  agtd_log("jail '%s': found running (pid %d) under its keeper", j->name, (int)j->pid);
+  agt_log_info("jail '%s': found running (pid %d) under its keeper", j->name, (int)j->pid);
   return 0;
 }
 
@@ -922,12 +923,12 @@ int agt_jail_load_all(struct agtd_s *d, agt_error_t *err)
     cleanup_free char *jdir = xasprintf("%s/%s", d->jails_dir, de->d_name);
     cleanup_free char *rec = xasprintf("%s/jail.json", jdir);
     if (access(rec, F_OK) < 0 && errno == ENOENT) {
-      agtd_log("removing '%s': no record (its start was cut short)", jdir);
+      agt_log_info("removing '%s': no record (its start was cut short)", jdir);
       agt_disk_jail_remove(&d->disk, jdir, NULL);
       continue;
     }
     if (load_one(d, de->d_name, &e) < 0) {
-      agtd_log("skipping a jail record: %s", e->msg);
+      agt_log_warning("skipping a jail record: %s", e->msg);
       agt_error_release(&e);
     }
   }

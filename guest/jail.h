@@ -205,6 +205,5 @@ int agt_jail_log_read(agt_jail_t *j, uint64_t from, size_t max, char **data, siz
                       uint64_t *start, agt_error_t *err);
 /* Called when a run is fully over (process reaped, pipes drained). */
 void agt_jail_run_finished(agt_jail_t *j);
-uint64_t agt_now_ns(void);
 
 #endif

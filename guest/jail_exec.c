@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "jail.h"
 #include "jail_setup.h"
+#include "readbuf.h"
 #include "server.h"
 #include "stream.h"
 #include "xalloc.h"
@@ -101,7 +102,7 @@ void agt_exec_drained(struct agt_exec_s *x)
 {
   if (x->paused && x->out_open && x->client && x->client->out_queued < AGT_STREAM_LOW) {
     x->paused = 0;
-    uv_read_start((uv_stream_t *)&x->out, agtd_read_buffer, out_cb);
+    uv_read_start((uv_stream_t *)&x->out, agt_read_buffer, out_cb);
   }
 }
 
@@ -111,7 +112,7 @@ void agt_exec_client_gone(struct agt_exec_s *x)
   if (!x->exited)
     syscall(SYS_pidfd_send_signal, x->pidfd, SIGKILL, NULL, 0);
   if (x->paused && x->out_open) /* drain what is left so the pipe reaches EOF */
-    uv_read_start((uv_stream_t *)&x->out, agtd_read_buffer, out_cb);
+    uv_read_start((uv_stream_t *)&x->out, agt_read_buffer, out_cb);
 }
 
 static void status_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
@@ -255,8 +256,8 @@ int agt_jail_exec(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, jso
   uv_pipe_open(&x->out, fds[4]);
   uv_pipe_open(&x->status, fds[2]);
   x->out_open = x->status_open = 1;
-  uv_read_start((uv_stream_t *)&x->out, agtd_read_buffer, out_cb);
-  uv_read_start((uv_stream_t *)&x->status, agtd_read_buffer, status_cb);
+  uv_read_start((uv_stream_t *)&x->out, agt_read_buffer, out_cb);
+  uv_read_start((uv_stream_t *)&x->status, agt_read_buffer, status_cb);
   uv_poll_start(&x->poll, UV_READABLE, exited_cb);
   if (*err)
     return -1; /* x cleans itself up once the killed child is reaped */

@@ -20,6 +20,7 @@
 #include "daemon.h"
 #include "jail.h"
 #include "jail_setup.h"
+#include "log.h"
 #include "xalloc.h"
 
 /* The keeper's static binary, linked into agtd (keeper_blob.S, made by meson). */
@@ -335,5 +336,5 @@ void agt_keep_send_budget(int fd, uint64_t budget)
   h.version = AGT_KEEP_VERSION;
   h.size = budget;
   if (send(fd, &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-    agtd_log("keeper: send the log budget: %s", strerror(errno));
+    agt_log_warning("keeper: send the log budget: %s", strerror(errno));
 }

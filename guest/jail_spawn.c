@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "clock.h"
 #include "daemon.h"
 #include "jail.h"
 #include "fsutil.h"
@@ -19,6 +20,7 @@
 #include "jail_net.h"
 #include "jail_setup.h"
 #include "jail_warm.h"
+#include "log.h"
 #include "xalloc.h"
 
 int agt_cap_last(void)
@@ -87,7 +89,7 @@ pid_t agt_jail_clone(int *pidfd, int new_netns, int cgroup_fd, int *attached)
 static void send_go(agt_jail_t *j, int fd)
 {
   if (write(fd, "g", 1) != 1 && errno != EPIPE)
-    agtd_log("jail '%s': signal the jail to go: %s", j->name, strerror(errno));
+    agt_log_warning("jail '%s': signal the jail to go: %s", j->name, strerror(errno));
   /* EPIPE (agtd ignores SIGPIPE): the child is gone already, a setup step having failed
    * before it read this; its status pipe says why, through the supervision. */
   close(fd);
@@ -108,7 +110,7 @@ static void attach_done_cb(uv_work_t *w, int status)
   (void)status;
   j->attach_pending = 0;
   if (j->attach_err) {
-    agtd_log("start jail '%s': %s", j->name, j->attach_err->msg);
+    agt_log_warning("start jail '%s': %s", j->name, j->attach_err->msg);
     if (j->exit_reason == NULL) /* a child that died first has said why already */
       j->exit_reason = xasprintf("start jail '%s': %s", j->name, j->attach_err->msg);
     agt_error_release(&j->attach_err);
@@ -414,7 +416,7 @@ static void stop_timer_cb(uv_timer_t *t)
 
   if (j->pidfd >= 0 && (j->state == AGT_JAIL_STOPPING || j->state == AGT_JAIL_RUNNING ||
                         j->state == AGT_JAIL_STARTING)) {
-    agtd_log("jail '%s': grace period over, sending SIGKILL", j->name);
+    agt_log_info("jail '%s': grace period over, sending SIGKILL", j->name);
     free(j->exit_reason);
     j->exit_reason = xstrdup("killed after the stop grace period");
     syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);

@@ -25,6 +25,7 @@
 #include "jail.h"
 #include "jail_keep.h"
 #include "jail_setup.h"
+#include "log.h"
 #include "xalloc.h"
 
 #define FILL_INTERVAL_MS 1
@@ -64,7 +65,7 @@ static void destroy_cgroup(struct agtd_s *d, const char *name)
     usleep(1000);
   }
   if (e) {
-    agtd_log("prepared jail %s: %s", name, e->msg);
+    agt_log_warning("prepared jail %s: %s", name, e->msg);
     agt_error_release(&e);
   }
 }
@@ -363,7 +364,7 @@ static void fill_cb(uv_timer_t *t)
   if (fill_one(d, &err) < 0) {
     /* Say it once; keep trying now and then (the disk may be full, the netns pool dry). */
     if (d->warm.failures++ == 0)
-      agtd_log("prepared jails: %s", err->msg);
+      agt_log_warning("prepared jails: %s", err->msg);
     agt_error_release(&err);
     uv_timer_start(&d->warm.timer, fill_cb, 1000, 0);
     return;
@@ -422,7 +423,7 @@ void agt_warm_init(struct agtd_s *d, unsigned target, int cheap_moves)
   d->warm.timer.data = d;
   remove_leftovers(d);
   if (target > 0 && !cheap_moves)
-    agtd_log("prepared jails: off (moving a process between cgroups waits for RCU here)");
+    agt_log_info("prepared jails: off (moving a process between cgroups waits for RCU here)");
 }
 
 void agt_warm_note_run(struct agtd_s *d, const char *rootfs_id, const char *rootfs_path, uid_t uid,

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "log.h"
 
 static int loopback_up(void)
 {
@@ -42,8 +43,8 @@ static void fill_work(uv_work_t *w)
     fd = loopback_up() == 0 ? open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC) : -1;
     if (setns(p->home_fd, CLONE_NEWNET) < 0) {
       /* This thread cannot go home: it must not serve other work in a jail's namespace. */
-      agtd_log("netns pool: cannot return a worker thread to agtd's namespace: %s",
-               strerror(errno));
+      agt_log_warning("netns pool: cannot return a worker thread to agtd's namespace: %s",
+                      strerror(errno));
       _exit(70);
     }
     if (fd < 0)

@@ -12,6 +12,7 @@
 
 #include "daemon.h"
 #include "jail.h"
+#include "log.h"
 #include "relay.h"
 #include "server.h"
 #include "xalloc.h"
@@ -62,7 +63,7 @@ static void relay_done(agt_relay_t *r, int status)
   struct agt_client_s *c = p->client;
 
   if (status < 0)
-    agtd_log("jail '%s' port %u: relay ended: %s", p->name, p->port, uv_strerror(status));
+    agt_log_info("jail '%s' port %u: relay ended: %s", p->name, p->port, uv_strerror(status));
   agt_portfwd_close(p);
   if (c)
     agt_client_close(c);

@@ -6,6 +6,7 @@
 
 #include "base64.h"
 #include "cleanup.h"
+#include "clock.h"
 #include "daemon.h"
 #include "jail.h"
 #include "server.h"

@@ -9,6 +9,7 @@
 
 #include "jail.h"
 #include "jail_warm.h"
+#include "log.h"
 #include "names.h"
 #include "rootfs/rootfs.h"
 #include "server.h"
@@ -83,11 +84,11 @@ static void build_done(uv_work_t *w, int status)
   b->d->pending_builds--;
   agtd_rootfs_changed(b->d);
   if (b->err) {
-    agtd_log("rootfs build of '%s' failed: %s", b->manifest, b->err->msg);
+    agt_log_warning("rootfs build of '%s' failed: %s", b->manifest, b->err->msg);
     agt_pending_answer(&b->waiters, NULL, b->err);
   } else {
-    agtd_log("rootfs '%s' built from '%s'", json_string_value(json_object_get(b->info, "id")),
-             b->manifest);
+    agt_log_info("rootfs '%s' built from '%s'", json_string_value(json_object_get(b->info, "id")),
+                 b->manifest);
     agt_pending_answer(&b->waiters, b->info, NULL);
   }
   agt_error_release(&b->err);

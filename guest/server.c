@@ -13,7 +13,9 @@
 #include "cleanup.h"
 #include "daemon.h"
 #include "jail_exec.h"
+#include "log.h"
 #include "portfwd.h"
+#include "readbuf.h"
 #include "stream.h"
 #include "xalloc.h"
 
@@ -147,7 +149,7 @@ static void send_msg(agt_client_t *c, json_t *msg)
   if (c->out_queued + len > AGT_CLIENT_OUT_MAX + (c->stream ? AGT_STREAM_HIGH : 0)) {
     /* A client that does not read its replies is cut off rather than let grow. */
     free(frame);
-    agtd_log("client not reading its replies: disconnected");
+    agt_log_warning("client not reading its replies: disconnected");
     client_close(c);
     return;
   }
@@ -187,7 +189,7 @@ void agt_client_resume(agt_client_t *c)
   if (!c->held || c->closed)
     return;
   c->held = 0;
-  uv_read_start((uv_stream_t *)&c->pipe, agtd_read_buffer, read_cb);
+  uv_read_start((uv_stream_t *)&c->pipe, agt_read_buffer, read_cb);
   /* requests that arrived meanwhile wait in the decoder: a zero-length read runs them */
   read_cb((uv_stream_t *)&c->pipe, 0, &(uv_buf_t){.base = NULL, .len = 0});
 }
@@ -348,8 +350,8 @@ static void deadline_cb(uv_timer_t *t)
 
   if (c->closed)
     return;
-  agtd_log("client (uid %u, pid %ld) %s within %u ms: disconnected", (unsigned)c->uid, (long)c->pid,
-           hello ? "sent no hello" : "did not finish a frame", ms);
+  agt_log_info("client (uid %u, pid %ld) %s within %u ms: disconnected", (unsigned)c->uid,
+               (long)c->pid, hello ? "sent no hello" : "did not finish a frame", ms);
   agt_error_kind(&err, AGT_E_PROTO, "%s within %u ms: closing the connection",
                  hello ? "no 'hello'" : "a frame was started and not finished", ms);
   agt_reply_error(c, 0, err);
@@ -482,7 +484,7 @@ static void connection_cb(uv_stream_t *server, int status)
     return;
   }
   uv_timer_start(&c->hello_timer, deadline_cb, d->cfg.hello_timeout_ms, 0);
-  uv_read_start((uv_stream_t *)&c->pipe, agtd_read_buffer, read_cb);
+  uv_read_start((uv_stream_t *)&c->pipe, agt_read_buffer, read_cb);
 }
 
 int agt_server_listen(agtd_t *d, agt_error_t *err)

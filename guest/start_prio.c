@@ -7,8 +7,10 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "clock.h"
 #include "daemon.h"
 #include "jail.h"
+#include "log.h"
 #include "xalloc.h"
 
 #define HUNG_START_NS 1000000000ull
@@ -46,11 +48,11 @@ void agt_start_prio_init(struct agtd_s *d, int on)
   uv_timer_init(d->loop, &p->timer);
   p->timer.data = d;
   if (!on) {
-    agtd_log("starts: normal priority (no --realtime-starts)");
+    agt_log_info("starts: normal priority (no --realtime-starts)");
     return;
   }
   if (set_fifo(AGT_PRIO_AGTD) < 0) {
-    agtd_log("starts: normal priority (SCHED_FIFO: %s)", strerror(errno));
+    agt_log_warning("starts: normal priority (SCHED_FIFO: %s)", strerror(errno));
     return;
   }
   set_fifo(0);
@@ -63,12 +65,12 @@ void agt_start_prio_init(struct agtd_s *d, int on)
     int r = agt_cgroup_rt_budget(&d->cgroup, NULL, want < 500000 ? want : 500000, &err);
 
     if (r < 0) {
-      agtd_log("starts: prepared jails at normal priority (%s)", err->msg);
+      agt_log_warning("starts: prepared jails at normal priority (%s)", err->msg);
       agt_error_release(&err);
     }
     p->budgets = r > 0;
   }
-  agtd_log("starts: realtime (SCHED_FIFO while a start is in flight)");
+  agt_log_info("starts: realtime (SCHED_FIFO while a start is in flight)");
 }
 
 void agt_start_prio_release(struct agtd_s *d)

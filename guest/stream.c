@@ -9,6 +9,7 @@
 #include "base64.h"
 #include "daemon.h"
 #include "jail.h"
+#include "log.h"
 #include "server.h"
 #include "xalloc.h"
 
@@ -56,7 +57,7 @@ static void replay_some(agt_stream_t *s)
     agt_error_t err = NULL;
 
     if (agt_jail_log_read(j, s->replay, REPLAY_CHUNK, &data, &len, &start, &err) < 0) {
-      agtd_log("jail '%s': replay for a follower: %s", j->name, err->msg);
+      agt_log_warning("jail '%s': replay for a follower: %s", j->name, err->msg);
       agt_error_release(&err);
       s->replay = log_end(j);
       break;

@@ -15,21 +15,16 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "clock.h"
 #include "daemon.h"
 #include "jail.h"
 #include "jail_keep.h"
 #include "jail_setup.h"
+#include "log.h"
+#include "readbuf.h"
 #include "server.h"
 #include "stream.h"
 #include "xalloc.h"
-
-uint64_t agt_now_ns(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void handle_closed(uv_handle_t *h)
 {
@@ -126,7 +121,7 @@ static void take_terminal(agt_jail_t *j, int fd)
   j->handles_open++;
   r = uv_pipe_open(&j->tty_pipe, fd);
   if (r < 0) {
-    agtd_log("jail '%s': write to its terminal: %s", j->name, uv_strerror(r));
+    agt_log_warning("jail '%s': write to its terminal: %s", j->name, uv_strerror(r));
     close(fd);
     j->tty_fd = -1;
     close_handle(j, (uv_handle_t *)&j->tty_pipe);
@@ -188,7 +183,7 @@ static void keep_cb(uv_poll_t *p, int status, int events)
       return;
     if (r < 0) {
       if (errno != EPIPE && errno != ECONNRESET)
-        agtd_log("jail '%s': its keeper: %s", j->name, strerror(errno));
+        agt_log_warning("jail '%s': its keeper: %s", j->name, strerror(errno));
       keeper_done(j);
       return;
     }
@@ -284,7 +279,7 @@ static void status_eof(agt_jail_t *j)
     agt_error_make(&err, e.errnum, "start jail '%s': %s", j->name, e.step);
     free(j->exit_reason);
     j->exit_reason = xstrdup(err->msg);
-    agtd_log("%s", err->msg);
+    agt_log_warning("%s", err->msg);
     /* jail.run removes a jail that never started, and answers once it is gone. */
     if (j->rm_if_no_start)
       j->rm_on_exit = 1;
@@ -369,7 +364,7 @@ int agt_jail_supervise(agt_jail_t *j, int keep_fd, int keeper_pidfd, int status_
     j->handles_open++;
     r = uv_pipe_open(&j->status_pipe, status_fd);
     if (r == 0)
-      r = uv_read_start((uv_stream_t *)&j->status_pipe, agtd_read_buffer, status_cb);
+      r = uv_read_start((uv_stream_t *)&j->status_pipe, agt_read_buffer, status_cb);
     if (r < 0) {
       close(status_fd);
       close_handle(j, (uv_handle_t *)&j->status_pipe);
@@ -393,7 +388,7 @@ static void cleanup_cgroup(agt_jail_t *j)
     return;
   }
   if (err->kind != AGT_E_BUSY || j->cgroup_pending > 200)
-    agtd_log("jail '%s': %s", j->name, err->msg);
+    agt_log_warning("jail '%s': %s", j->name, err->msg);
   agt_error_release(&err);
   j->cgroup_pending++;
   j->stop_timer.data = j;
@@ -424,8 +419,8 @@ void agt_jail_run_finished(agt_jail_t *j)
     j->exit_reason = xstrdup("the jail exited before its agent started");
   j->state = AGT_JAIL_EXITED;
   agt_outlog_close(&j->log);
-  agtd_log("jail '%s' exited: code %d%s%s", j->name, j->exit_code, j->exit_reason ? ", " : "",
-           j->exit_reason ? j->exit_reason : "");
+  agt_log_info("jail '%s' exited: code %d%s%s", j->name, j->exit_code, j->exit_reason ? ", " : "",
+               j->exit_reason ? j->exit_reason : "");
   info = agt_jail_to_json(j, 0);
   j->cgroup_pending = 1;
   if (j->rm_on_exit) {
