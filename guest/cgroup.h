@@ -1,35 +1,16 @@
 /* Per-jail cgroups: memory, pids and cpu limits.  Two backends behind one interface:
  * cgroup v2 (the unified hierarchy of Lima's Ubuntu guests) in cgroup_v2.c and the v1
  * fallback (one hierarchy per controller) in cgroup_v1.c.  Each jail gets
- * <hierarchy>/<parent>/<jail>, where <parent> is agtd's (default "agt"). */
+ * <hierarchy>/<parent>/<jail>, where <parent> is agtd's (default "agt").  What the two
+ * share is in cgroup_utils.c, below both. */
 #ifndef AGT_CGROUP_H
 #define AGT_CGROUP_H
 
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cgroup_utils.h"
 #include "error.h"
-
-struct agt_cgroup_limits {
-  uint64_t memory_bytes; /* 0: no limit */
-  uint64_t pids;         /* 0: no limit */
-  uint64_t cpu_millis;   /* CPU time per second of wall time, 1000 = one core; 0: no limit */
-};
-
-struct agt_cgroup_stats {
-  uint64_t memory_bytes;
-  uint64_t pids;
-  uint64_t cpu_usec;
-};
-
-struct agt_cgroup_root {
-  int version;      /* 1 or 2 */
-  char *fsroot;     /* where the hierarchies are mounted: /sys/fs/cgroup */
-  char *parent;     /* "agt" */
-  char *v2_base;    /* v2: /sys/fs/cgroup/<parent> */
-  char *v1_base[3]; /* v1: /sys/fs/cgroup/{memory,pids,cpu}/<parent> */
-  int fast_attach;  /* favordynmods is on: moving a process costs microseconds */
-};
 
 int agt_cgroup_root_init(struct agt_cgroup_root *r, const char *parent, agt_error_t *err);
 /* The same with the mount point and version given (version 0: detect).  For tests. */
@@ -69,25 +50,5 @@ char *agt_cgroup_path(struct agt_cgroup_root *r, const char *jail);
  * off until reboot): the Lima guest's provisioning does (lima/provision/machine.sh).  1 when
  * a cgroup mount shows the flag. */
 int agt_cgroup_favordynmods(void);
-
-/* Backends. */
-int agt_cgroup_v1_init(struct agt_cgroup_root *r, agt_error_t *err);
-int agt_cgroup_v1_create(struct agt_cgroup_root *r, const char *jail,
-                         const struct agt_cgroup_limits *l, agt_error_t *err);
-int agt_cgroup_v1_attach(struct agt_cgroup_root *r, const char *jail, pid_t pid, agt_error_t *err);
-int agt_cgroup_v1_destroy(struct agt_cgroup_root *r, const char *jail, agt_error_t *err);
-int agt_cgroup_v1_stats(struct agt_cgroup_root *r, const char *jail, struct agt_cgroup_stats *s);
-int agt_cgroup_v2_init(struct agt_cgroup_root *r, agt_error_t *err);
-int agt_cgroup_v2_create(struct agt_cgroup_root *r, const char *jail,
-                         const struct agt_cgroup_limits *l, agt_error_t *err);
-int agt_cgroup_v2_attach(struct agt_cgroup_root *r, const char *jail, pid_t pid, agt_error_t *err);
-int agt_cgroup_v2_destroy(struct agt_cgroup_root *r, const char *jail, agt_error_t *err);
-int agt_cgroup_v2_stats(struct agt_cgroup_root *r, const char *jail, struct agt_cgroup_stats *s);
-
-/* Shared by the backends: kill every pid listed in a cgroup.procs file; returns how many. */
-int agt_cgroup_kill_procs(const char *procs_file);
-/* rmdir that reports EBUSY as AGT_E_BUSY and ENOENT as success. */
-int agt_cgroup_rmdir(const char *dir, agt_error_t *err);
-uint64_t agt_cgroup_read_u64(const char *dir, const char *file);
 
 #endif

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "cgroup_v1.h"
 #include "cleanup.h"
 #include "fsutil.h"
 #include "xalloc.h"
