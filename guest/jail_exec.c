@@ -66,7 +66,7 @@ static void finish(struct agt_exec_s *x)
     m = json_pack("{s:{s:i}}", "exit", "exit_code", x->code);
     agt_client_send(c, m);
     json_decref(m);
-    c->exec = NULL;
+    agt_client_set_mode(c, NULL, NULL);
     x->client = NULL;
     agt_client_finish(c);
   }
@@ -98,22 +98,34 @@ static void out_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
   }
 }
 
-void agt_exec_drained(struct agt_exec_s *x)
+static void exec_drained(void *data)
 {
+  struct agt_exec_s *x = data;
+
   if (x->paused && x->out_open && x->client && x->client->out_queued < AGT_STREAM_LOW) {
     x->paused = 0;
     uv_read_start((uv_stream_t *)&x->out, agt_read_buffer, out_cb);
   }
 }
 
-void agt_exec_client_gone(struct agt_exec_s *x)
+static void exec_client_gone(void *data)
 {
+  struct agt_exec_s *x = data;
+
   x->client = NULL;
   if (!x->exited)
     syscall(SYS_pidfd_send_signal, x->pidfd, SIGKILL, NULL, 0);
   if (x->paused && x->out_open) /* drain what is left so the pipe reaches EOF */
     uv_read_start((uv_stream_t *)&x->out, agt_read_buffer, out_cb);
 }
+
+/* A command's stream takes no input (its stdin is /dev/null): frames are dropped. */
+static const struct agt_client_mode exec_mode = {
+    .name = "exec",
+    .drained = exec_drained,
+    .gone = exec_client_gone,
+    .keep_on_eof = 1,
+};
 
 static void status_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
@@ -261,7 +273,7 @@ int agt_jail_exec(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, jso
   uv_poll_start(&x->poll, UV_READABLE, exited_cb);
   if (*err)
     return -1; /* x cleans itself up once the killed child is reaped */
-  c->exec = x;
+  agt_client_set_mode(c, &exec_mode, x);
   reply = json_pack("{s:s, s:i}", "name", j->name, "pid", (int)pid);
   agt_reply(c, id, reply);
   json_decref(reply);

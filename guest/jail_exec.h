@@ -12,11 +12,8 @@
 
 struct agt_jail_s;
 struct agt_client_s;
-struct agt_exec_s;
 
 int agt_jail_exec(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, json_t *params,
                   agt_error_t *err);
-void agt_exec_drained(struct agt_exec_s *x);
-void agt_exec_client_gone(struct agt_exec_s *x);
 
 #endif

@@ -47,13 +47,24 @@ static void close_sock(struct agt_portfwd_s *p)
   uv_close((uv_handle_t *)&p->sock, sock_closed);
 }
 
-void agt_portfwd_close(struct agt_portfwd_s *p)
+static void portfwd_close(struct agt_portfwd_s *p)
 {
   if (p->client)
-    p->client->portfwd = NULL;
+    agt_client_set_mode(p->client, NULL, NULL);
   p->client = NULL;
   close_sock(p);
 }
+
+static void mode_gone(void *data)
+{
+  portfwd_close(data);
+}
+
+/* The client's connection is going away: close the jail's side. */
+static const struct agt_client_mode portfwd_mode = {
+    .name = "port",
+    .gone = mode_gone,
+};
 
 /* Both directions ended (each side half-closed after the other's last byte), or one failed:
  * close both. */
@@ -64,7 +75,7 @@ static void relay_done(agt_relay_t *r, int status)
 
   if (status < 0)
     agt_log_info("jail '%s' port %u: relay ended: %s", p->name, p->port, uv_strerror(status));
-  agt_portfwd_close(p);
+  portfwd_close(p);
   if (c)
     agt_client_close(c);
 }
@@ -86,7 +97,7 @@ static void connected(uv_connect_t *req, int status)
     agt_error_t err = NULL;
     agt_error_kind(&err, AGT_E_STATE, "jail '%s' has nothing listening on port %u: %s", p->name,
                    p->port, uv_strerror(status));
-    agt_portfwd_close(p);
+    portfwd_close(p);
     agt_reply_error(c, p->id, err);
     agt_error_release(&err);
     agt_client_resume(c);
@@ -142,7 +153,7 @@ int agt_portfwd_open(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, 
   uv_tcp_init(j->d->loop, &r->sock);
   r->sock.data = r;
   r->connect_req.data = r;
-  c->portfwd = r;
+  agt_client_set_mode(c, &portfwd_mode, r);
   agt_client_hold(c);
   memset(&sa, 0, sizeof sa);
   sa.sin_family = AF_INET;
@@ -150,7 +161,7 @@ int agt_portfwd_open(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, 
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (uv_tcp_open(&r->sock, fd) < 0 ||
       uv_tcp_connect(&r->connect_req, &r->sock, (struct sockaddr *)&sa, connected) < 0) {
-    agt_portfwd_close(r);
+    portfwd_close(r);
     agt_client_resume(c);
     return agt_error_kind(err, AGT_E_INTERNAL, "connect to port %u in jail '%s'", port, j->name);
   }

@@ -12,13 +12,10 @@
 
 struct agt_jail_s;
 struct agt_client_s;
-struct agt_portfwd_s;
 
 /* Connect to 127.0.0.1:port in the jail; on success answer request id on the client and
  * switch it to raw relaying; on failure answer with the error. */
 int agt_portfwd_open(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, unsigned port,
                      agt_error_t *err);
-/* The client's connection is going away: close the jail's side. */
-void agt_portfwd_close(struct agt_portfwd_s *p);
 
 #endif

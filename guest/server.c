@@ -12,11 +12,8 @@
 
 #include "cleanup.h"
 #include "daemon.h"
-#include "jail_exec.h"
 #include "log.h"
-#include "portfwd.h"
 #include "readbuf.h"
-#include "stream.h"
 #include "xalloc.h"
 
 enum { NEEDS_HELLO = 1 };
@@ -117,10 +114,8 @@ static void write_cb(uv_write_t *w, int status)
   free(wr);
   if (status < 0 && !c->closed)
     client_close(c);
-  else if (c->stream)
-    agt_stream_drained(c->stream);
-  else if (c->exec)
-    agt_exec_drained(c->exec);
+  else if (c->mode && c->mode->drained)
+    c->mode->drained(c->mode_data);
   agt_client_unref(c);
 }
 
@@ -146,7 +141,7 @@ static void send_msg(agt_client_t *c, json_t *msg)
     }
     json_decref(e);
   }
-  if (c->out_queued + len > AGT_CLIENT_OUT_MAX + (c->stream ? AGT_STREAM_HIGH : 0)) {
+  if (c->out_queued + len > AGT_CLIENT_OUT_MAX + (c->mode ? c->mode->out_slack : 0)) {
     /* A client that does not read its replies is cut off rather than let grow. */
     free(frame);
     agt_log_warning("client not reading its replies: disconnected");
@@ -175,6 +170,12 @@ void agt_client_send(agt_client_t *c, json_t *msg)
 }
 
 static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+
+void agt_client_set_mode(agt_client_t *c, const struct agt_client_mode *mode, void *data)
+{
+  c->mode = mode;
+  c->mode_data = mode ? data : NULL;
+}
 
 void agt_client_hold(agt_client_t *c)
 {
@@ -316,13 +317,12 @@ static void client_close(agt_client_t *c)
   if (c->closed)
     return;
   c->closed = 1;
-  if (c->stream)
-    agt_stream_close(c->stream);
-  if (c->portfwd)
-    agt_portfwd_close(c->portfwd);
-  if (c->exec) {
-    agt_exec_client_gone(c->exec);
-    c->exec = NULL;
+  if (c->mode) {
+    const struct agt_client_mode *mode = c->mode;
+    c->mode = NULL;
+    if (mode->gone)
+      mode->gone(c->mode_data);
+    c->mode_data = NULL;
   }
   for (p = &c->d->clients; *p; p = &(*p)->next)
     if (*p == c) {
@@ -371,7 +371,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
      * it.  A stream or a command's output goes on to its end (which closes); otherwise the
      * replies already queued are written, then the connection closes. */
     uv_read_stop(s);
-    if (c->stream == NULL && c->exec == NULL)
+    if (c->mode == NULL || !c->mode->keep_on_eof)
       agt_client_finish(c);
     return;
   }
@@ -388,12 +388,10 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
       agt_error_release(&err);
       continue;
     }
-    if (c->stream)
-      agt_stream_input(c->stream, msg);
-    else if (c->exec)
-      ; /* a command's stream takes no input: its stdin is /dev/null */
-    else
+    if (c->mode == NULL)
       dispatch(c, msg);
+    else if (c->mode->input)
+      c->mode->input(c->mode_data, msg);
     json_decref(msg);
   }
   if (c->hello_done && c->timers)

@@ -14,6 +14,18 @@
 
 #define AGT_CLIENT_OUT_MAX (8u << 20) /* queued reply bytes before a client is cut off */
 
+/* A connection that stops carrying requests: a stream of a jail's output (stream.c), a
+ * command's output (jail_exec.c), a forwarded port (portfwd.c).  The server calls the mode
+ * through this table and knows none of them.  A NULL member: nothing to do. */
+struct agt_client_mode {
+  const char *name;
+  void (*input)(void *data, json_t *msg); /* a frame from the client; NULL: dropped */
+  void (*drained)(void *data);            /* queued replies were written */
+  void (*gone)(void *data);               /* the connection is closing */
+  int keep_on_eof;  /* the client's end of input leaves the connection open for our output */
+  size_t out_slack; /* queued bytes allowed beyond AGT_CLIENT_OUT_MAX */
+};
+
 struct agt_client_s {
   struct agt_client_s *next;
   agtd_t *d;
@@ -23,13 +35,13 @@ struct agt_client_s {
   int refs;   /* the connection itself plus one per request answered later */
   int closed; /* the connection is gone; replies are dropped */
   size_t out_queued;
-  struct agt_stream_s *stream;   /* set once the connection has become a stream */
-  struct agt_portfwd_s *portfwd; /* jail.port: the jail's side of a forwarded connection */
-  int raw;                       /* ... connected: raw bytes, read and written by the relay */
-  int held;                      /* not reading for now */
-  struct agt_exec_s *exec;       /* jail.exec: the command whose output this carries */
-  uid_t uid;                     /* the peer's, from SO_PEERCRED */
-  gid_t gid;                     /* ... */
+  /* What the connection has become, if anything but requests (agt_client_set_mode). */
+  const struct agt_client_mode *mode;
+  void *mode_data;
+  int raw;   /* jail.port connected: raw bytes, read and written by the relay */
+  int held;  /* not reading for now */
+  uid_t uid; /* the peer's, from SO_PEERCRED */
+  gid_t gid; /* ... */
   pid_t pid;
   /* Deadlines: the hello, from the connection on; a frame, from its first byte on.  An
    * idle connection between frames has none (jail.wait, logs -f, attach, relays). */
@@ -82,6 +94,8 @@ void agt_client_resume(agt_client_t *c);
  * (malloc'd, or NULL with *len 0). */
 void agt_client_go_raw(agt_client_t *c, char **pending, size_t *len);
 void agt_client_close(agt_client_t *c);
+/* The connection becomes a mode (NULL: back to requests); data is handed to its calls. */
+void agt_client_set_mode(agt_client_t *c, const struct agt_client_mode *mode, void *data);
 /* Close after the replies already queued have been written. */
 void agt_client_finish(agt_client_t *c);
 

@@ -73,6 +73,34 @@ static void replay_some(agt_stream_t *s)
   }
 }
 
+static void stream_close(agt_stream_t *s);
+static void stream_drained(agt_stream_t *s);
+static void stream_input(agt_stream_t *s, json_t *msg);
+
+static void mode_input(void *data, json_t *msg)
+{
+  stream_input(data, msg);
+}
+
+static void mode_drained(void *data)
+{
+  stream_drained(data);
+}
+
+static void mode_gone(void *data)
+{
+  stream_close(data);
+}
+
+static const struct agt_client_mode stream_mode = {
+    .name = "stream",
+    .input = mode_input,
+    .drained = mode_drained,
+    .gone = mode_gone,
+    .keep_on_eof = 1,
+    .out_slack = AGT_STREAM_HIGH, /* the jail's output is paused there */
+};
+
 agt_stream_t *agt_stream_open(struct agt_jail_s *j, struct agt_client_s *c,
                               enum agt_stream_kind kind, uint64_t from, int want_write)
 {
@@ -81,7 +109,7 @@ agt_stream_t *agt_stream_open(struct agt_jail_s *j, struct agt_client_s *c,
   s->jail = j;
   s->client = c;
   s->kind = kind;
-  c->stream = s;
+  agt_client_set_mode(c, &stream_mode, s);
   if (want_write && j->tty) {
     agt_stream_t *o;
     for (o = j->streams; o; o = o->next)
@@ -106,7 +134,7 @@ agt_stream_t *agt_stream_open(struct agt_jail_s *j, struct agt_client_s *c,
   return s;
 }
 
-void agt_stream_close(agt_stream_t *s)
+static void stream_close(agt_stream_t *s)
 {
   struct agt_jail_s *j = s->jail;
   agt_stream_t **p;
@@ -116,12 +144,12 @@ void agt_stream_close(agt_stream_t *s)
       *p = s->next;
       break;
     }
-  s->client->stream = NULL;
+  agt_client_set_mode(s->client, NULL, NULL);
   free(s);
   maybe_resume(j);
 }
 
-void agt_stream_drained(agt_stream_t *s)
+static void stream_drained(agt_stream_t *s)
 {
   replay_some(s);
   maybe_resume(s->jail);
@@ -158,7 +186,7 @@ static void stream_error(agt_stream_t *s, const char *msg)
   json_decref(m);
 }
 
-void agt_stream_input(agt_stream_t *s, json_t *msg)
+static void stream_input(agt_stream_t *s, json_t *msg)
 {
   struct agt_jail_s *j = s->jail;
   json_t *v;
@@ -254,7 +282,7 @@ void agt_jail_streams_end(struct agt_jail_s *j, json_t *info)
     agt_stream_t *s = j->streams;
     struct agt_client_s *c = s->client;
 
-    agt_stream_close(s);
+    stream_close(s);
     agt_client_send(c, m);
     agt_client_finish(c); /* close once everything queued is written */
   }

@@ -38,15 +38,10 @@ struct agt_stream_s {
 };
 typedef struct agt_stream_s agt_stream_t;
 
-/* Turn the client's connection into a stream of jail j. */
+/* Turn the client's connection into a stream of jail j (a mode of it, server.h): its
+ * frames are the terminal's input and size; it ends with the client or the jail. */
 agt_stream_t *agt_stream_open(struct agt_jail_s *j, struct agt_client_s *c,
                               enum agt_stream_kind kind, uint64_t from, int want_write);
-/* A frame from the client of a stream. */
-void agt_stream_input(agt_stream_t *s, json_t *msg);
-/* The client went away (or the jail ended): unlink and free. */
-void agt_stream_close(agt_stream_t *s);
-/* The client's queue drained a little: continue a replay, maybe resume the jail's output. */
-void agt_stream_drained(agt_stream_t *s);
 
 /* Output of a jail, from its keeper (which has logged it; j->log.pos is the log's position
  * after it): screen, streams, backpressure. */
