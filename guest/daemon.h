@@ -1,5 +1,7 @@
-/* agtd: the daemon's context.  One instance per process; everything per-request or
- * per-jail hangs off it (no process-wide mutable state elsewhere). */
+/* agtd: the daemon's context, handed to every part.  One instance per process; everything
+ * per-request or per-jail hangs off it (no process-wide mutable state elsewhere).  It opens
+ * none of its subsystems: each is a pointer to a type its own header defines, so this header
+ * stands below them all.  serve.c makes and frees them. */
 #ifndef AGT_DAEMON_H
 #define AGT_DAEMON_H
 
@@ -7,16 +9,17 @@
 #include <sys/types.h>
 #include <uv.h>
 
-#include "cgroup.h"
-#include "disk.h"
-#include "jail_warm.h"
-#include "start_prio.h"
 #include "error.h"
-#include "jail_seccomp.h"
-#include "netns_pool.h"
 
 struct agt_jail_s;
 struct agt_client_s;
+struct agt_method;
+struct agt_cgroup_root;
+struct agt_seccomp_prog;
+struct agt_netns_pool;
+struct agt_disk;
+struct agt_warm_pool;
+struct agt_start_prio;
 
 struct agtd_config {
   const char *socket_path;      /* /run/agt/agtd.sock */
@@ -50,31 +53,24 @@ struct agtd_s {
   unsigned nclients;
   struct agt_jail_s *jails; /* list, in creation order */
   unsigned njails;
-  unsigned pending_builds; /* rootfs builds running in the threadpool */
-  json_t *rootfs_list;     /* the store's builds (agt_rootfs_list), until a build or rm */
-  struct agt_cgroup_root cgroup;
-  struct agt_seccomp_prog seccomp;
-  struct agt_seccomp_prog seccomp_ahead, seccomp_tail; /* the same, split for prepared jails */
-  struct agt_netns_pool netns;
-  struct agt_disk disk;       /* the jails' writable layers */
-  struct agt_warm_pool warm;  /* prepared jails */
-  struct agt_start_prio prio; /* realtime scheduling of starts */
+  unsigned pending_builds;          /* rootfs builds running in the threadpool */
+  json_t *rootfs_list;              /* the store's builds (agt_rootfs_list), until a build or rm */
+  const struct agt_method *methods; /* the requests served (server.h) */
+  size_t nmethods;
+  struct agt_cgroup_root *cgroup;
+  struct agt_seccomp_prog *seccomp;
+  struct agt_seccomp_prog *seccomp_ahead, *seccomp_tail; /* the same, split for prepared jails */
+  struct agt_netns_pool *netns;
+  struct agt_disk *disk;       /* the jails' writable layers */
+  struct agt_warm_pool *warm;  /* prepared jails */
+  struct agt_start_prio *prio; /* realtime scheduling of starts */
   int shutting_down;
   time_t started;
   int keeper_fd;       /* the keeper program, a sealed memfd (jail_keep.h) */
   void *spawner_stack; /* the stack a jail's keeper is spawned on */
-  /* Held for agtd's life: one agtd per state directory and per socket (daemon.c). */
+  /* Held for agtd's life: one agtd per state directory and per socket (serve.c). */
   int state_lock_fd, socket_lock_fd;
 };
 typedef struct agtd_s agtd_t;
-
-int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_error_t *err);
-int agtd_run(agtd_t *d);
-void agtd_release(agtd_t *d);
-
-/* Resolve a rootfs reference in the store, through the cached list of builds; forget the
- * list when the store changes. */
-int agtd_rootfs_resolve(agtd_t *d, const char *ref, json_t **info, agt_error_t *err);
-void agtd_rootfs_changed(agtd_t *d);
 
 #endif

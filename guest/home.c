@@ -20,8 +20,8 @@
 
 char *agt_home_root(struct agtd_s *d)
 {
-  if (d->disk.enabled)
-    return xasprintf("%s/.homes", d->disk.dir);
+  if (d->disk->enabled)
+    return xasprintf("%s/.homes", d->disk->dir);
   return xasprintf("%s/homes", d->cfg.state_dir);
 }
 

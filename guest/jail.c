@@ -14,6 +14,7 @@
 
 #include "cleanup.h"
 #include "daemon.h"
+#include "disk.h"
 #include "fsutil.h"
 #include "home.h"
 #include "jail_keep.h"
@@ -22,6 +23,7 @@
 #include "names.h"
 #include "proto.h"
 #include "rootfs/rootfs.h"
+#include "rootfs_cache.h"
 #include "server.h"
 #include "stream.h"
 #include "xalloc.h"
@@ -299,8 +301,8 @@ int agt_jail_disk_promise(struct agtd_s *d, const agt_jail_t *j, agt_error_t *er
   for (agt_jail_t *o = d->jails; o; o = o->next)
     if (o != j && (o->state == AGT_JAIL_STARTING || o->state == AGT_JAIL_RUNNING ||
                    o->state == AGT_JAIL_STOPPING))
-      running += o->limits.disk_bytes ? o->limits.disk_bytes : d->disk.capacity;
-  return agt_disk_promise(&d->disk, running, j->limits.disk_bytes, j->name, err);
+      running += o->limits.disk_bytes ? o->limits.disk_bytes : d->disk->capacity;
+  return agt_disk_promise(d->disk, running, j->limits.disk_bytes, j->name, err);
 }
 
 static uid_t alloc_uid(struct agtd_s *d)
@@ -345,7 +347,7 @@ int agt_jail_path_allowed(struct agtd_s *d, const char *what, const char *ws, ag
 {
   cleanup_free char *state = real_or_given(d->cfg.state_dir);
   cleanup_free char *wsroot = real_or_given(d->workspaces_dir);
-  cleanup_free char *layers = d->disk.dir ? real_or_given(d->disk.dir) : NULL;
+  cleanup_free char *layers = d->disk->dir ? real_or_given(d->disk->dir) : NULL;
   size_t i;
 
   for (i = 0; i < d->cfg.nworkspace_roots; i++) {
@@ -455,7 +457,7 @@ int agt_jail_home_prepare(agt_jail_t *j, agt_error_t *err)
   gid_t group;
   agt_jail_t *o;
 
-  if (agt_home_ensure(&j->d->disk, j->binds.home_path, j->uid, j->gid, &owner, &group, err) < 0)
+  if (agt_home_ensure(j->d->disk, j->binds.home_path, j->uid, j->gid, &owner, &group, err) < 0)
     return -1;
   if (owner == j->uid && group == j->gid)
     return 0;
@@ -465,8 +467,8 @@ int agt_jail_home_prepare(agt_jail_t *j, agt_error_t *err)
                           "this jail's user is uid %u (its workspace's owner): stop '%s' first",
                           j->binds.home_user, j->agent, j->binds.home_path, (unsigned)owner,
                           o->name, (unsigned)j->uid, o->name);
-  agtd_log("home %s: from uid %u to uid %u (the owner of jail '%s''s workspace)",
-           j->binds.home_path, (unsigned)owner, (unsigned)j->uid, j->name);
+  agt_log_info("home %s: from uid %u to uid %u (the owner of jail '%s''s workspace)",
+               j->binds.home_path, (unsigned)owner, (unsigned)j->uid, j->name);
   return agt_home_chown(j->binds.home_path, j->uid, j->gid, err);
 }
 
@@ -624,9 +626,9 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
 
   /* Without a disk limit of its own, a jail gets 10 GiB or an eighth of the jails' disk,
    * whichever is less; what running jails may write stays within the disk (disk.h). */
-  if (d->disk.enabled && json_object_get(json_object_get(params, "limits"), "disk") == NULL &&
-      j->limits.disk_bytes > d->disk.capacity / 8)
-    j->limits.disk_bytes = d->disk.capacity / 8;
+  if (d->disk->enabled && json_object_get(json_object_get(params, "limits"), "disk") == NULL &&
+      j->limits.disk_bytes > d->disk->capacity / 8)
+    j->limits.disk_bytes = d->disk->capacity / 8;
   if (for_run && agt_jail_disk_promise(d, j, err) < 0)
     goto fail;
   if (for_run) {
@@ -644,7 +646,7 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
       agt_error_make(err, errno, "mkdir '%s'", j->dir);
       goto fail;
     }
-    if (agt_disk_jail_create(&d->disk, j->dir, j->limits.disk_bytes, err) < 0 ||
+    if (agt_disk_jail_create(d->disk, j->dir, j->limits.disk_bytes, err) < 0 ||
         (mkdir(j->merged, 0755) < 0 && agt_error_make(err, errno, "mkdir '%s'", j->merged) < 0)) {
       agt_error_wrap(err, "create the directories of jail '%s'", name);
       goto fail_dir;
@@ -691,7 +693,7 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
 fail_dir:
   if (made_ws)
     rmdir(j->workspace);
-  agt_disk_jail_remove(&d->disk, j->dir, NULL);
+  agt_disk_jail_remove(d->disk, j->dir, NULL);
 fail:
   if (j->warm)
     agt_warm_discard(d, j->warm, 1);
@@ -749,7 +751,7 @@ json_t *agt_jail_to_json(agt_jail_t *j, int full)
       j->state == AGT_JAIL_STOPPING) {
     struct agt_cgroup_stats s;
     json_object_set_new(o, "pid", json_integer(j->pid));
-    if (agt_cgroup_stats(&j->d->cgroup, j->name, &s) == 0)
+    if (agt_cgroup_stats(j->d->cgroup, j->name, &s) == 0)
       json_object_set_new(o, "usage",
                           json_pack("{s:I, s:I, s:I}", "memory", (json_int_t)s.memory_bytes, "pids",
                                     (json_int_t)s.pids, "cpu_usec", (json_int_t)s.cpu_usec));
@@ -902,7 +904,7 @@ static int load_one(struct agtd_s *d, const char *name, agt_error_t *err)
     }
   }
   if (j->state == AGT_JAIL_CREATED || j->state == AGT_JAIL_EXITED)
-    agt_cgroup_destroy(&d->cgroup, j->name, NULL);
+    agt_cgroup_destroy(d->cgroup, j->name, NULL);
   jail_link(d, j);
   agt_jail_save(j, NULL);
   return 0;
@@ -924,7 +926,7 @@ int agt_jail_load_all(struct agtd_s *d, agt_error_t *err)
     cleanup_free char *rec = xasprintf("%s/jail.json", jdir);
     if (access(rec, F_OK) < 0 && errno == ENOENT) {
       agt_log_info("removing '%s': no record (its start was cut short)", jdir);
-      agt_disk_jail_remove(&d->disk, jdir, NULL);
+      agt_disk_jail_remove(d->disk, jdir, NULL);
       continue;
     }
     if (load_one(d, de->d_name, &e) < 0) {
@@ -942,7 +944,7 @@ int agt_jail_remove(agt_jail_t *j, agt_error_t *err)
   if (j->state != AGT_JAIL_CREATED && j->state != AGT_JAIL_EXITED)
     return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s: stop it first", j->name,
                           agt_jail_state_name(j->state));
-  if (agt_disk_jail_remove(&j->d->disk, j->dir, err) < 0)
+  if (agt_disk_jail_remove(j->d->disk, j->dir, err) < 0)
     return agt_error_wrap(err, "remove jail '%s'", j->name);
   if (j->workspace_owned && agt_rm_rf(j->workspace, err) < 0)
     return agt_error_wrap(err, "remove the workspace of jail '%s'", j->name);

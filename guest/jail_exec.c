@@ -15,6 +15,7 @@
 #include "cleanup.h"
 #include "daemon.h"
 #include "jail.h"
+#include "jail_seccomp.h"
 #include "jail_setup.h"
 #include "readbuf.h"
 #include "server.h"
@@ -225,7 +226,7 @@ int agt_jail_exec(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, jso
       fclose(f);
     }
   }
-  plan.seccomp = &j->d->seccomp.prog;
+  plan.seccomp = &j->d->seccomp->prog;
   plan.fds[0] = fds[0];
   plan.fds[1] = fds[3];
   plan.fds[2] = fds[5];
@@ -249,7 +250,7 @@ int agt_jail_exec(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, jso
     close(fds[4]);
     return agt_error_make(err, errno, "clone");
   }
-  if (agt_cgroup_attach(&j->d->cgroup, j->name, pid, err) < 0 || write(fds[1], "g", 1) != 1) {
+  if (agt_cgroup_attach(j->d->cgroup, j->name, pid, err) < 0 || write(fds[1], "g", 1) != 1) {
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
     if (*err == NULL)
       agt_error_make(err, errno, "start the command");

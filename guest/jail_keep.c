@@ -113,7 +113,7 @@ static int spawner(void *arg)
   s->pid = pid;
   want[1] = s->pidfd;
   if (!s->attached && s->attach_cgroup &&
-      agt_cgroup_attach(&c->d->cgroup, s->attach_cgroup, pid, &s->attach_err) == 0)
+      agt_cgroup_attach(c->d->cgroup, s->attach_cgroup, pid, &s->attach_err) == 0)
     s->attached = 1;
   /* agtd's copy of the pidfd, ahead of everything the keeper sends */
   memset(&h, 0, sizeof h);

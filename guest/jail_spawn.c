@@ -14,13 +14,16 @@
 #include "cleanup.h"
 #include "clock.h"
 #include "daemon.h"
+#include "disk.h"
 #include "jail.h"
 #include "fsutil.h"
 #include "jail_keep.h"
 #include "jail_net.h"
+#include "jail_seccomp.h"
 #include "jail_setup.h"
 #include "jail_warm.h"
 #include "log.h"
+#include "netns_pool.h"
 #include "xalloc.h"
 
 int agt_cap_last(void)
@@ -100,7 +103,7 @@ static void attach_work_cb(uv_work_t *w)
   agt_jail_t *j = w->data;
 
   j->attach_err = NULL;
-  agt_cgroup_attach(&j->d->cgroup, j->name, j->attach_pid, &j->attach_err);
+  agt_cgroup_attach(j->d->cgroup, j->name, j->attach_pid, &j->attach_err);
 }
 
 static void attach_done_cb(uv_work_t *w, int status)
@@ -136,7 +139,7 @@ int agt_jail_start_egress(agt_jail_t *j, int netns, pid_t pid, agt_error_t *err)
     if (fd < 0)
       return agt_error_make(err, errno, "open the network namespace of jail '%s'", j->name);
   }
-  lfd = agt_egress_listen_in(fd, j->d->netns.home_fd, err);
+  lfd = agt_egress_listen_in(fd, j->d->netns->home_fd, err);
   if (fd != netns)
     close(fd);
   if (lfd < 0)
@@ -158,7 +161,7 @@ static int start_open_net(agt_jail_t *j, const struct agt_open_net *on, int netn
     if (fd < 0)
       return agt_error_make(err, errno, "open the network namespace of jail '%s'", j->name);
   }
-  r = agt_jail_net_open(on, fd, j->d->netns.home_fd, err);
+  r = agt_jail_net_open(on, fd, j->d->netns->home_fd, err);
   if (fd != netns)
     close(fd);
   return r;
@@ -250,17 +253,17 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
     /* the prepared jail was gone: a cold start in the directory it left (whose subvolume
      * was made without a limit) */
     if (agt_jail_write_identity(j, err) < 0 ||
-        agt_disk_jail_limit(&j->d->disk, j->dir, j->limits.disk_bytes, err) < 0)
+        agt_disk_jail_limit(j->d->disk, j->dir, j->limits.disk_bytes, err) < 0)
       return -1;
   }
   /* its persistent home takes at most what the jail may write to its root */
   if (j->binds.home_mode == AGT_HOME_PERSISTENT &&
       (agt_jail_home_prepare(j, err) < 0 ||
-       agt_disk_home_limit(&j->d->disk, j->binds.home_path, j->limits.disk_bytes, err) < 0))
+       agt_disk_home_limit(j->d->disk, j->binds.home_path, j->limits.disk_bytes, err) < 0))
     return agt_error_wrap(err, "home of jail '%s'", j->name);
   if (j->net.mode == AGT_NET_OPEN && prepare_open_net(j, &on, err) < 0)
     return -1;
-  if (agt_cgroup_create(&j->d->cgroup, j->name, &j->limits.cg, err) < 0)
+  if (agt_cgroup_create(j->d->cgroup, j->name, &j->limits.cg, err) < 0)
     return -1;
 
   memset(&plan, 0, sizeof plan);
@@ -291,7 +294,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   plan.gid = j->gid;
   plan.nofile = j->limits.nofile;
   plan.cap_last = agt_cap_last();
-  plan.seccomp = &j->d->seccomp.prog;
+  plan.seccomp = &j->d->seccomp->prog;
 
   for (int i = 0; i < 8; i += 2) {
     if (j->tty && i >= 4)
@@ -313,7 +316,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   plan.rows = j->rows;
   plan.cols = j->cols;
   /* Network: a namespace of its own in every mode (mode open gets a way out below). */
-  netns = agt_netns_pool_take(&j->d->netns);
+  netns = agt_netns_pool_take(j->d->netns);
   plan.fds[4] = netns;
 
   j->start_request_ns = j->start_request_ns ? j->start_request_ns : agt_now_ns();
@@ -322,14 +325,14 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
     agt_error_make(err, errno, "open '%s'", j->dir);
     goto fail;
   }
-  cgroup_fd = agt_cgroup_open(&j->d->cgroup, j->name);
+  cgroup_fd = agt_cgroup_open(j->d->cgroup, j->name);
   /* The init is born the child of its keeper, which takes the read ends of its output. */
   memset(&ks, 0, sizeof ks);
   ks.plan = &plan;
   ks.name = j->name;
   ks.new_netns = netns < 0;
   ks.cgroup_fd = cgroup_fd;
-  ks.attach_cgroup = j->d->cgroup.fast_attach ? j->name : NULL;
+  ks.attach_cgroup = j->d->cgroup->fast_attach ? j->name : NULL;
   ks.out_rd = fds[4];
   ks.err_rd = fds[6];
   ks.console_rd = console[0];
@@ -406,7 +409,7 @@ fail:
   close_all(console, 2);
   if (netns >= 0)
     close(netns);
-  agt_cgroup_destroy(&j->d->cgroup, j->name, NULL);
+  agt_cgroup_destroy(j->d->cgroup, j->name, NULL);
   return -1;
 }
 

@@ -21,11 +21,15 @@
 
 #include "cleanup.h"
 #include "daemon.h"
+#include "disk.h"
 #include "fsutil.h"
 #include "jail.h"
 #include "jail_keep.h"
+#include "jail_seccomp.h"
 #include "jail_setup.h"
 #include "log.h"
+#include "netns_pool.h"
+#include "start_prio.h"
 #include "xalloc.h"
 
 #define FILL_INTERVAL_MS 1
@@ -57,7 +61,7 @@ static void destroy_cgroup(struct agtd_s *d, const char *name)
   agt_error_t e = NULL;
 
   for (int i = 0; i < 200; i++) {
-    if (agt_cgroup_destroy(&d->cgroup, name, &e) == 0)
+    if (agt_cgroup_destroy(d->cgroup, name, &e) == 0)
       return;
     if (e->kind != AGT_E_BUSY)
       break;
@@ -107,7 +111,7 @@ void agt_warm_discard(struct agtd_s *d, struct agt_warm_s *w, int dir_taken)
   }
   destroy_cgroup(d, w->name);
   if (!dir_taken && w->dir) {
-    agt_disk_jail_remove(&d->disk, w->dir, NULL);
+    agt_disk_jail_remove(d->disk, w->dir, NULL);
   }
   warm_free(w);
 }
@@ -116,7 +120,7 @@ void agt_warm_discard(struct agtd_s *d, struct agt_warm_s *w, int dir_taken)
 static void discard_if(struct agtd_s *d, int (*gone)(struct agt_warm_s *w, const char *rootfs_id),
                        const char *rootfs_id)
 {
-  struct agt_warm_s **p = &d->warm.list;
+  struct agt_warm_s **p = &d->warm->list;
 
   while (*p) {
     struct agt_warm_s *w = *p;
@@ -125,7 +129,7 @@ static void discard_if(struct agtd_s *d, int (*gone)(struct agt_warm_s *w, const
       continue;
     }
     *p = w->next;
-    d->warm.n--;
+    d->warm->n--;
     agt_warm_discard(d, w, 0);
   }
 }
@@ -146,11 +150,11 @@ static int dead(struct agt_warm_s *w, const char *unused)
 
 void agt_warm_drain(struct agtd_s *d, const char *rootfs_id)
 {
-  if (rootfs_id && d->warm.rootfs_id && strcmp(rootfs_id, d->warm.rootfs_id) == 0) {
+  if (rootfs_id && d->warm->rootfs_id && strcmp(rootfs_id, d->warm->rootfs_id) == 0) {
     /* that rootfs goes away: none are made of it any more */
-    free(d->warm.rootfs_id);
-    free(d->warm.rootfs_path);
-    d->warm.rootfs_id = d->warm.rootfs_path = NULL;
+    free(d->warm->rootfs_id);
+    free(d->warm->rootfs_path);
+    d->warm->rootfs_id = d->warm->rootfs_path = NULL;
   }
   discard_if(d, on_rootfs, rootfs_id);
 }
@@ -192,14 +196,14 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   w->name = xasprintf("w-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
                       rnd[5], rnd[6], rnd[7]);
   w->dir = xasprintf("%s/.%s", d->jails_dir, w->name);
-  w->rootfs_id = xstrdup(d->warm.rootfs_id);
+  w->rootfs_id = xstrdup(d->warm->rootfs_id);
   w->tmp_bytes = AGT_JAIL_DEFAULT_TMP;
   merged = xasprintf("%s/root", w->dir);
   if (mkdir(w->dir, 0700) < 0) {
     agt_error_make(err, errno, "mkdir '%s'", w->dir);
     goto fail_nodir;
   }
-  if (agt_disk_jail_create(&d->disk, w->dir, 0, err) < 0)
+  if (agt_disk_jail_create(d->disk, w->dir, 0, err) < 0)
     goto fail;
   if (mkdir(merged, 0755) < 0) {
     agt_error_make(err, errno, "mkdir '%s'", merged);
@@ -208,12 +212,12 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   w->limits.memory_bytes = AGT_JAIL_DEFAULT_MEMORY;
   w->limits.pids = AGT_JAIL_DEFAULT_PIDS;
   w->limits.cpu_millis = AGT_JAIL_DEFAULT_CPU;
-  if (agt_cgroup_create(&d->cgroup, w->name, &w->limits, err) < 0)
+  if (agt_cgroup_create(d->cgroup, w->name, &w->limits, err) < 0)
     goto fail;
   cgroup_made = 1;
   /* Without its budget (the parent's is spent) this one starts at normal priority. */
-  if (d->prio.budgets)
-    agt_cgroup_rt_budget(&d->cgroup, w->name, AGT_RT_BUDGET_US, NULL);
+  if (d->prio->budgets)
+    agt_cgroup_rt_budget(d->cgroup, w->name, AGT_RT_BUDGET_US, NULL);
   if (pipe_pair(status, err) < 0 || pipe_pair(out, err) < 0 || pipe_pair(errp, err) < 0)
     goto fail;
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0 ||
@@ -230,23 +234,23 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   memset(&plan, 0, sizeof plan);
   plan.landlock_fd = -1;
   plan.warm = 1;
-  plan.realtime = d->prio.enabled;
-  agt_jail_overlay_opts(d, d->warm.rootfs_path, w->dir, plan.overlay_opts,
+  plan.realtime = d->prio->enabled;
+  agt_jail_overlay_opts(d, d->warm->rootfs_path, w->dir, plan.overlay_opts,
                         sizeof plan.overlay_opts);
   plan.jail_dir = w->dir;
   plan.merged = merged;
   snprintf(plan.tmp_opts, sizeof plan.tmp_opts, "mode=1777,size=%llu",
            (unsigned long long)w->tmp_bytes);
   plan.cap_last = agt_cap_last();
-  plan.seccomp = &d->seccomp_tail.prog;
-  plan.seccomp_ahead = &d->seccomp_ahead.prog;
-  if (d->warm.uid) {
-    w->uid = plan.uid = d->warm.uid;
-    w->gid = plan.gid = d->warm.gid;
+  plan.seccomp = &d->seccomp_tail->prog;
+  plan.seccomp_ahead = &d->seccomp_ahead->prog;
+  if (d->warm->uid) {
+    w->uid = plan.uid = d->warm->uid;
+    w->gid = plan.gid = d->warm->gid;
     plan.passwd = passwd = agt_identity_passwd(w->uid, w->gid);
     plan.group = group = agt_identity_group(w->gid);
   }
-  netns = agt_netns_pool_take(&d->netns);
+  netns = agt_netns_pool_take(d->netns);
   plan.fds[0] = ctl[1];
   plan.fds[1] = status[1];
   plan.fds[2] = out[1];
@@ -259,7 +263,7 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
     agt_error_make(err, errno, "open '%s'", w->dir);
     goto fail;
   }
-  cgroup_fd = agt_cgroup_open(&d->cgroup, w->name);
+  cgroup_fd = agt_cgroup_open(d->cgroup, w->name);
   /* Under a keeper from the start: a jail that claims it must outlive agtd. */
   memset(&ks, 0, sizeof ks);
   ks.plan = &plan;
@@ -319,17 +323,17 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   netns = -1;
   w->ctl_fd = ctl[0];
   w->status_fd = status[0];
-  if (!attached && agt_cgroup_attach(&d->cgroup, w->name, pid, err) < 0) {
+  if (!attached && agt_cgroup_attach(d->cgroup, w->name, pid, err) < 0) {
     agt_warm_discard(d, w, 0);
     return -1;
   }
-  w->next = d->warm.list;
-  d->warm.list = w;
-  d->warm.n++;
+  w->next = d->warm->list;
+  d->warm->list = w;
+  d->warm->n++;
   return 0;
 
 fail:
-  agt_disk_jail_remove(&d->disk, w->dir, NULL);
+  agt_disk_jail_remove(d->disk, w->dir, NULL);
 fail_nodir:
   if (cgroup_made)
     destroy_cgroup(d, w->name);
@@ -351,39 +355,39 @@ static void fill_cb(uv_timer_t *t)
   struct agtd_s *d = t->data;
   agt_error_t err = NULL;
 
-  if (d->shutting_down || !d->warm.enabled || !d->warm.rootfs_id)
+  if (d->shutting_down || !d->warm->enabled || !d->warm->rootfs_id)
     return;
   sweep_dead(d);
-  if (d->warm.n >= d->warm.target)
+  if (d->warm->n >= d->warm->target)
     return;
   if (agt_starts_in_flight(d)) {
     /* the start's end calls agt_warm_refill; this is the fallback */
-    uv_timer_start(&d->warm.timer, fill_cb, REFILL_LATER_MS, 0);
+    uv_timer_start(&d->warm->timer, fill_cb, REFILL_LATER_MS, 0);
     return;
   }
   if (fill_one(d, &err) < 0) {
     /* Say it once; keep trying now and then (the disk may be full, the netns pool dry). */
-    if (d->warm.failures++ == 0)
+    if (d->warm->failures++ == 0)
       agt_log_warning("prepared jails: %s", err->msg);
     agt_error_release(&err);
-    uv_timer_start(&d->warm.timer, fill_cb, 1000, 0);
+    uv_timer_start(&d->warm->timer, fill_cb, 1000, 0);
     return;
   }
-  d->warm.failures = 0;
-  if (d->warm.n < d->warm.target)
-    uv_timer_start(&d->warm.timer, fill_cb, FILL_INTERVAL_MS, 0);
+  d->warm->failures = 0;
+  if (d->warm->n < d->warm->target)
+    uv_timer_start(&d->warm->timer, fill_cb, FILL_INTERVAL_MS, 0);
 }
 
 static void schedule_fill(struct agtd_s *d, uint64_t delay_ms)
 {
-  if (d->warm.enabled && !d->shutting_down && !uv_is_active((uv_handle_t *)&d->warm.timer))
-    uv_timer_start(&d->warm.timer, fill_cb, delay_ms, 0);
+  if (d->warm->enabled && !d->shutting_down && !uv_is_active((uv_handle_t *)&d->warm->timer))
+    uv_timer_start(&d->warm->timer, fill_cb, delay_ms, 0);
 }
 
 void agt_warm_refill(struct agtd_s *d)
 {
-  if (d->warm.n < d->warm.target) {
-    uv_timer_stop(&d->warm.timer);
+  if (d->warm->n < d->warm->target) {
+    uv_timer_stop(&d->warm->timer);
     schedule_fill(d, FILL_INTERVAL_MS);
   }
 }
@@ -410,17 +414,17 @@ static void remove_leftovers(struct agtd_s *d)
       close(fds[0]);
     }
     destroy_cgroup(d, de->d_name + 1);
-    agt_disk_jail_remove(&d->disk, path, NULL);
+    agt_disk_jail_remove(d->disk, path, NULL);
   }
 }
 
 void agt_warm_init(struct agtd_s *d, unsigned target, int cheap_moves)
 {
-  memset(&d->warm, 0, sizeof d->warm);
-  d->warm.target = target;
-  d->warm.enabled = target > 0 && cheap_moves;
-  uv_timer_init(d->loop, &d->warm.timer);
-  d->warm.timer.data = d;
+  memset(d->warm, 0, sizeof *d->warm);
+  d->warm->target = target;
+  d->warm->enabled = target > 0 && cheap_moves;
+  uv_timer_init(d->loop, &d->warm->timer);
+  d->warm->timer.data = d;
   remove_leftovers(d);
   if (target > 0 && !cheap_moves)
     agt_log_info("prepared jails: off (moving a process between cgroups waits for RCU here)");
@@ -429,16 +433,16 @@ void agt_warm_init(struct agtd_s *d, unsigned target, int cheap_moves)
 void agt_warm_note_run(struct agtd_s *d, const char *rootfs_id, const char *rootfs_path, uid_t uid,
                        gid_t gid)
 {
-  if (!d->warm.enabled)
+  if (!d->warm->enabled)
     return;
-  d->warm.uid = uid;
-  d->warm.gid = gid;
-  if (d->warm.rootfs_id == NULL || strcmp(d->warm.rootfs_id, rootfs_id) != 0) {
+  d->warm->uid = uid;
+  d->warm->gid = gid;
+  if (d->warm->rootfs_id == NULL || strcmp(d->warm->rootfs_id, rootfs_id) != 0) {
     agt_warm_drain(d, NULL);
-    free(d->warm.rootfs_id);
-    free(d->warm.rootfs_path);
-    d->warm.rootfs_id = xstrdup(rootfs_id);
-    d->warm.rootfs_path = xstrdup(rootfs_path);
+    free(d->warm->rootfs_id);
+    free(d->warm->rootfs_path);
+    d->warm->rootfs_id = xstrdup(rootfs_id);
+    d->warm->rootfs_path = xstrdup(rootfs_path);
   }
   schedule_fill(d, FILL_INTERVAL_MS);
 }
@@ -488,19 +492,19 @@ unsigned agt_warm_ready(struct agtd_s *d)
 {
   unsigned n = 0;
 
-  for (struct agt_warm_s *w = d->warm.list; w; w = w->next)
+  for (struct agt_warm_s *w = d->warm->list; w; w = w->next)
     n += (unsigned)warm_ready(w);
   return n;
 }
 
 struct agt_warm_s *agt_warm_take(struct agtd_s *d, struct agt_jail_s *j)
 {
-  struct agt_warm_s **p = &d->warm.list;
+  struct agt_warm_s **p = &d->warm->list;
   size_t bytes = 4096; /* hostname, PATH, cwd, passwd, group, /tmp options */
 
   /* a home or mounts of its own: a cold start mounts them (the claim carries the workspace
    * only) */
-  if (!d->warm.enabled || j->net.mode == AGT_NET_OPEN || j->binds.home_mode != AGT_HOME_NONE ||
+  if (!d->warm->enabled || j->net.mode == AGT_NET_OPEN || j->binds.home_mode != AGT_HOME_NONE ||
       j->binds.nmounts > 0)
     return NULL;
   for (char **a = j->argv; a && *a; a++)
@@ -518,7 +522,7 @@ struct agt_warm_s *agt_warm_take(struct agtd_s *d, struct agt_jail_s *j)
       continue;
     }
     *p = w->next;
-    d->warm.n--;
+    d->warm->n--;
     w->next = NULL;
     schedule_fill(d, REFILL_LATER_MS);
     return w;
@@ -616,8 +620,8 @@ int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
     agt_warm_discard(d, w, 1);
     return 1;
   }
-  if (agt_cgroup_adopt(&d->cgroup, w->name, j->name, w->pid, &j->limits.cg, &w->limits, err) < 0 ||
-      agt_disk_jail_limit(&d->disk, j->dir, j->limits.disk_bytes, err) < 0)
+  if (agt_cgroup_adopt(d->cgroup, w->name, j->name, w->pid, &j->limits.cg, &w->limits, err) < 0 ||
+      agt_disk_jail_limit(d->disk, j->dir, j->limits.disk_bytes, err) < 0)
     goto fail;
   mfd = workspace_mount(j->workspace, err);
   if (mfd < 0)
@@ -646,6 +650,6 @@ fail:
   agt_egress_stop(j->egress);
   j->egress = NULL;
   agt_warm_discard(d, w, 1);
-  agt_cgroup_destroy(&d->cgroup, j->name, NULL);
+  agt_cgroup_destroy(d->cgroup, j->name, NULL);
   return -1;
 }

@@ -6,9 +6,10 @@
 #include "agt_version.h"
 #include "cli.h"
 #include "ctl.h"
-#include "daemon.h"
+#include "serve.h"
 #include "jail_setup.h"
 #include "names.h"
+#include "netns_pool.h"
 #include "xalloc.h"
 
 #define MAX_WORKSPACE_ROOTS 16

@@ -13,6 +13,7 @@
 #include "daemon.h"
 #include "jail.h"
 #include "log.h"
+#include "netns_pool.h"
 #include "relay.h"
 #include "server.h"
 #include "xalloc.h"
@@ -138,7 +139,7 @@ int agt_portfwd_open(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, 
   fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     e = errno;
-  if (setns(j->d->netns.home_fd, CLONE_NEWNET) < 0) {
+  if (setns(j->d->netns->home_fd, CLONE_NEWNET) < 0) {
     fprintf(stderr, "agtd: cannot return to agtd's network namespace: %s\n", strerror(errno));
     abort();
   }

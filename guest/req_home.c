@@ -1,4 +1,6 @@
 /* home.* requests: a user's agent home (home.h), shown or emptied. */
+#include "req_home.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -6,6 +8,7 @@
 #include "daemon.h"
 #include "home.h"
 #include "jail.h"
+#include "log.h"
 #include "server.h"
 #include "xalloc.h"
 
@@ -66,9 +69,9 @@ int agt_req_home_reset(agt_req_t *req, json_t **result, agt_error_t *err)
     json_decref(before);
     return -1;
   }
-  agtd_log("home %s emptied (%lld files, %lld bytes)", path,
-           (long long)json_integer_value(json_object_get(before, "files")),
-           (long long)json_integer_value(json_object_get(before, "bytes")));
+  agt_log_info("home %s emptied (%lld files, %lld bytes)", path,
+               (long long)json_integer_value(json_object_get(before, "files")),
+               (long long)json_integer_value(json_object_get(before, "bytes")));
   *result = json_pack("{s:s, s:s, s:s, s:O, s:O}", "path", path, "user", user, "agent", agent,
                       "removed_files", json_object_get(before, "files"), "removed_bytes",
                       json_object_get(before, "bytes"));

@@ -1,4 +1,6 @@
 /* jail.* requests */
+#include "req_jail.h"
+
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include "server.h"
 #include "jail_exec.h"
 #include "portfwd.h"
+#include "start_prio.h"
 #include "stream.h"
 #include "xalloc.h"
 

@@ -1,5 +1,7 @@
 /* rootfs.* requests.  Builds copy hundreds of megabytes, so they run in libuv's threadpool
  * and answer when done; the loop keeps serving meanwhile. */
+#include "req_rootfs.h"
+
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
@@ -12,6 +14,7 @@
 #include "log.h"
 #include "names.h"
 #include "rootfs/rootfs.h"
+#include "rootfs_cache.h"
 #include "server.h"
 #include "xalloc.h"
 
@@ -172,12 +175,12 @@ static void update_done(uv_work_t *w, int status)
   {
     const char *name = json_string_value(json_object_get(it, "name"));
     if (json_object_get(it, "error"))
-      agtd_log("rootfs update of '%s' failed: %s", name,
-               json_string_value(json_object_get(it, "error")));
+      agt_log_warning("rootfs update of '%s' failed: %s", name,
+                      json_string_value(json_object_get(it, "error")));
     else if (json_is_true(json_object_get(it, "changed")))
-      agtd_log("rootfs '%s' updated: %.12s -> %.12s", name,
-               json_string_value(json_object_get(it, "old_id")),
-               json_string_value(json_object_get(it, "id")));
+      agt_log_info("rootfs '%s' updated: %.12s -> %.12s", name,
+                   json_string_value(json_object_get(it, "old_id")),
+                   json_string_value(json_object_get(it, "id")));
   }
   agt_pending_answer(&u->waiters, res, NULL);
   json_decref(res);

@@ -1,4 +1,6 @@
-#include "daemon.h"
+/* agtd serve: make agtd's parts, in order, and the method table the server serves; run the
+ * loop; take the parts apart. */
+#include "serve.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,14 +17,50 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "cleanup.h"
+#include "disk.h"
 #include "fsutil.h"
 #include "jail.h"
 #include "jail_keep.h"
+#include "jail_seccomp.h"
+#include "jail_warm.h"
 #include "log.h"
-#include "rootfs/rootfs.h"
+#include "netns_pool.h"
+#include "req_daemon.h"
+#include "req_home.h"
+#include "req_jail.h"
+#include "req_rootfs.h"
+#include "rootfs_cache.h"
 #include "server.h"
+#include "start_prio.h"
 #include "xalloc.h"
+
+/* The requests agtd serves: one handler each, in req_*.c. */
+static const struct agt_method methods[] = {
+    {"hello", agt_req_hello, 0},
+    {"daemon.status", agt_req_daemon_status, AGT_METHOD_NEEDS_HELLO},
+    {"jail.create", agt_req_jail_create, AGT_METHOD_NEEDS_HELLO},
+    {"jail.run", agt_req_jail_run, AGT_METHOD_NEEDS_HELLO},
+    {"jail.start", agt_req_jail_start, AGT_METHOD_NEEDS_HELLO},
+    {"jail.stop", agt_req_jail_stop, AGT_METHOD_NEEDS_HELLO},
+    {"jail.kill", agt_req_jail_kill, AGT_METHOD_NEEDS_HELLO},
+    {"jail.rm", agt_req_jail_rm, AGT_METHOD_NEEDS_HELLO},
+    {"jail.ls", agt_req_jail_ls, AGT_METHOD_NEEDS_HELLO},
+    {"jail.inspect", agt_req_jail_inspect, AGT_METHOD_NEEDS_HELLO},
+    {"jail.logs", agt_req_jail_logs, AGT_METHOD_NEEDS_HELLO},
+    {"jail.wait", agt_req_jail_wait, AGT_METHOD_NEEDS_HELLO},
+    {"jail.net", agt_req_jail_net, AGT_METHOD_NEEDS_HELLO},
+    {"jail.attach", agt_req_jail_attach, AGT_METHOD_NEEDS_HELLO},
+    {"jail.port", agt_req_jail_port, AGT_METHOD_NEEDS_HELLO},
+    {"jail.exec", agt_req_jail_exec, AGT_METHOD_NEEDS_HELLO},
+    {"home.inspect", agt_req_home_inspect, AGT_METHOD_NEEDS_HELLO},
+    {"home.reset", agt_req_home_reset, AGT_METHOD_NEEDS_HELLO},
+    {"rootfs.build", agt_req_rootfs_build, AGT_METHOD_NEEDS_HELLO},
+    {"rootfs.ls", agt_req_rootfs_ls, AGT_METHOD_NEEDS_HELLO},
+    {"rootfs.rm", agt_req_rootfs_rm, AGT_METHOD_NEEDS_HELLO},
+    {"rootfs.update", agt_req_rootfs_update, AGT_METHOD_NEEDS_HELLO},
+};
 
 static void on_signal(uv_signal_t *s, int signum)
 {
@@ -93,6 +131,14 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
   struct rlimit rl;
 
   memset(d, 0, sizeof *d);
+  d->cgroup = xzalloc(sizeof *d->cgroup);
+  d->seccomp = xzalloc(sizeof *d->seccomp);
+  d->seccomp_ahead = xzalloc(sizeof *d->seccomp_ahead);
+  d->seccomp_tail = xzalloc(sizeof *d->seccomp_tail);
+  d->netns = xzalloc(sizeof *d->netns);
+  d->disk = xzalloc(sizeof *d->disk);
+  d->warm = xzalloc(sizeof *d->warm);
+  d->prio = xzalloc(sizeof *d->prio);
   d->loop = loop;
   d->cfg = *cfg;
   d->started = time(NULL);
@@ -125,56 +171,43 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
   if (agt_mkdir_p(d->jails_dir, 0700, err) < 0 || agt_mkdir_p(d->rootfs_dir, 0755, err) < 0 ||
       agt_mkdir_p(d->workspaces_dir, 0755, err) < 0)
     return agt_error_wrap(err, "state directory");
-  if (agt_disk_init(&d->disk, cfg->state_dir, d->layers_dir, cfg->disk_size, err) < 0)
+  if (agt_disk_init(d->disk, cfg->state_dir, d->layers_dir, cfg->disk_size, err) < 0)
     return agt_error_wrap(err, "the jails' disk");
-  if (d->disk.enabled)
+  if (d->disk->enabled)
     agt_log_info("jails' writable layers: btrfs at %s (%llu MiB), a quota per jail", d->layers_dir,
-                 (unsigned long long)(d->disk.size >> 20));
+                 (unsigned long long)(d->disk->size >> 20));
   else
-    agt_log_warning("jails' writable layers: NO DISK LIMIT (%s)", d->disk.why_off);
-  if (agt_cgroup_root_init(&d->cgroup, cfg->cgroup_parent, err) < 0)
+    agt_log_warning("jails' writable layers: NO DISK LIMIT (%s)", d->disk->why_off);
+  if (agt_cgroup_root_init(d->cgroup, cfg->cgroup_parent, err) < 0)
     return agt_error_wrap(err, "cgroups");
   /* Machine-wide settings are the machine's (lima/provision/machine.sh): agtd reads them. */
-  d->cgroup.fast_attach = agt_cgroup_favordynmods();
-  if (!d->cgroup.fast_attach)
+  d->cgroup->fast_attach = agt_cgroup_favordynmods();
+  if (!d->cgroup->fast_attach)
     agt_log_info("cgroups: the kernel's cgroup flag favordynmods is off: moving a process between "
                  "cgroups waits for an RCU grace period (lima/provision/machine.sh turns it on)");
-  if (agt_seccomp_compile(&d->seccomp, err) < 0 ||
-      agt_seccomp_compile_split(&d->seccomp_ahead, &d->seccomp_tail, err) < 0)
+  if (agt_seccomp_compile(d->seccomp, err) < 0 ||
+      agt_seccomp_compile_split(d->seccomp_ahead, d->seccomp_tail, err) < 0)
     return agt_error_wrap(err, "seccomp filter");
-  if (agt_netns_pool_init(&d->netns, loop, cfg->netns_pool, err) < 0)
+  if (agt_netns_pool_init(d->netns, loop, cfg->netns_pool, err) < 0)
     return agt_error_wrap(err, "network namespace pool");
   if (agt_keep_init(d, err) < 0)
     return -1;
   if (agt_jail_load_all(d, err) < 0)
     return -1;
-  agt_warm_init(d, cfg->warm, d->cgroup.fast_attach);
-  if (agt_disk_sweep(&d->disk, d->jails_dir) > 0)
+  agt_warm_init(d, cfg->warm, d->cgroup->fast_attach);
+  if (agt_disk_sweep(d->disk, d->jails_dir) > 0)
     agt_log_info("removed the jails' layers left over from starts cut short");
-  agt_start_prio_init(d, cfg->realtime_starts);
-  if (agt_server_listen(d, err) < 0)
+  agt_start_prio_init(d, cfg->realtime_starts, d->warm->enabled ? d->warm->target : 0);
+  if (agt_server_listen(d, methods, sizeof methods / sizeof methods[0], err) < 0)
     return -1;
   uv_signal_init(loop, &d->sigterm);
   uv_signal_init(loop, &d->sigint);
   d->sigterm.data = d->sigint.data = d;
   uv_signal_start(&d->sigterm, on_signal, SIGTERM);
   uv_signal_start(&d->sigint, on_signal, SIGINT);
-  agt_log_info("listening on %s (cgroup v%d, %u jail records)", cfg->socket_path, d->cgroup.version,
-               d->njails);
+  agt_log_info("listening on %s (cgroup v%d, %u jail records)", cfg->socket_path,
+               d->cgroup->version, d->njails);
   return 0;
-}
-
-int agtd_rootfs_resolve(agtd_t *d, const char *ref, json_t **info, agt_error_t *err)
-{
-  if (d->rootfs_list == NULL && agt_rootfs_list(d->rootfs_dir, &d->rootfs_list, err) < 0)
-    return -1;
-  return agt_rootfs_resolve_in(d->rootfs_list, d->rootfs_dir, ref, info, err);
-}
-
-void agtd_rootfs_changed(agtd_t *d)
-{
-  json_decref(d->rootfs_list);
-  d->rootfs_list = NULL;
 }
 
 int agtd_run(agtd_t *d)
@@ -208,16 +241,24 @@ void agtd_release(agtd_t *d)
     agt_jail_free_now(j);
   }
   agt_warm_drain(d, NULL);
-  free(d->warm.rootfs_id);
-  free(d->warm.rootfs_path);
-  agt_netns_pool_release(&d->netns);
-  agt_seccomp_release(&d->seccomp);
-  agt_seccomp_release(&d->seccomp_ahead);
-  agt_seccomp_release(&d->seccomp_tail);
-  agt_cgroup_root_release(&d->cgroup);
+  free(d->warm->rootfs_id);
+  free(d->warm->rootfs_path);
+  agt_netns_pool_release(d->netns);
+  agt_seccomp_release(d->seccomp);
+  agt_seccomp_release(d->seccomp_ahead);
+  agt_seccomp_release(d->seccomp_tail);
+  agt_cgroup_root_release(d->cgroup);
   if (kept)
-    d->disk.mounted = 0; /* the running jails' layers are on it: the next agtd uses it */
-  agt_disk_release(&d->disk);
+    d->disk->mounted = 0; /* the running jails' layers are on it: the next agtd uses it */
+  agt_disk_release(d->disk);
+  free(d->cgroup);
+  free(d->seccomp);
+  free(d->seccomp_ahead);
+  free(d->seccomp_tail);
+  free(d->netns);
+  free(d->disk);
+  free(d->warm);
+  free(d->prio);
   if (d->keeper_fd >= 0)
     close(d->keeper_fd);
   if (d->spawner_stack)

@@ -16,37 +16,6 @@
 #include "readbuf.h"
 #include "xalloc.h"
 
-enum { NEEDS_HELLO = 1 };
-
-static const struct {
-  const char *name;
-  agt_handler_fn fn;
-  int flags;
-} methods[] = {
-    {"hello", agt_req_hello, 0},
-    {"daemon.status", agt_req_daemon_status, NEEDS_HELLO},
-    {"jail.create", agt_req_jail_create, NEEDS_HELLO},
-    {"jail.run", agt_req_jail_run, NEEDS_HELLO},
-    {"jail.start", agt_req_jail_start, NEEDS_HELLO},
-    {"jail.stop", agt_req_jail_stop, NEEDS_HELLO},
-    {"jail.kill", agt_req_jail_kill, NEEDS_HELLO},
-    {"jail.rm", agt_req_jail_rm, NEEDS_HELLO},
-    {"jail.ls", agt_req_jail_ls, NEEDS_HELLO},
-    {"jail.inspect", agt_req_jail_inspect, NEEDS_HELLO},
-    {"jail.logs", agt_req_jail_logs, NEEDS_HELLO},
-    {"jail.wait", agt_req_jail_wait, NEEDS_HELLO},
-    {"jail.net", agt_req_jail_net, NEEDS_HELLO},
-    {"jail.attach", agt_req_jail_attach, NEEDS_HELLO},
-    {"jail.port", agt_req_jail_port, NEEDS_HELLO},
-    {"jail.exec", agt_req_jail_exec, NEEDS_HELLO},
-    {"home.inspect", agt_req_home_inspect, NEEDS_HELLO},
-    {"home.reset", agt_req_home_reset, NEEDS_HELLO},
-    {"rootfs.build", agt_req_rootfs_build, NEEDS_HELLO},
-    {"rootfs.ls", agt_req_rootfs_ls, NEEDS_HELLO},
-    {"rootfs.rm", agt_req_rootfs_rm, NEEDS_HELLO},
-    {"rootfs.update", agt_req_rootfs_update, NEEDS_HELLO},
-};
-
 void agt_client_ref(agt_client_t *c)
 {
   c->refs++;
@@ -264,27 +233,27 @@ static void dispatch(agt_client_t *c, json_t *msg)
   const char *method;
   json_t *params = NULL, *result = NULL;
   agt_req_t req;
-  size_t i;
+  const struct agt_method *m = NULL;
   int r;
 
   memset(&req, 0, sizeof req);
   if (agt_msg_parse_request(msg, &req.id, &method, &params, &err) < 0)
     goto error;
-  for (i = 0; i < sizeof methods / sizeof methods[0]; i++)
-    if (strcmp(methods[i].name, method) == 0)
-      break;
-  if (i == sizeof methods / sizeof methods[0]) {
+  for (size_t i = 0; i < c->d->nmethods && m == NULL; i++)
+    if (strcmp(c->d->methods[i].name, method) == 0)
+      m = &c->d->methods[i];
+  if (m == NULL) {
     agt_error_kind(&err, AGT_E_PROTO, "unknown method '%.64s'", method);
     goto error;
   }
-  if ((methods[i].flags & NEEDS_HELLO) && !c->hello_done) {
+  if ((m->flags & AGT_METHOD_NEEDS_HELLO) && !c->hello_done) {
     agt_error_kind(&err, AGT_E_PROTO, "'%s' before 'hello'", method);
     goto error;
   }
   req.d = c->d;
   req.client = c;
   req.params = json_is_object(params) ? json_incref(params) : json_object();
-  r = methods[i].fn(&req, &result, &err);
+  r = m->fn(&req, &result, &err);
   json_decref(req.params);
   if (r < 0)
     goto error;
@@ -485,7 +454,7 @@ static void connection_cb(uv_stream_t *server, int status)
   uv_read_start((uv_stream_t *)&c->pipe, agt_read_buffer, read_cb);
 }
 
-int agt_server_listen(agtd_t *d, agt_error_t *err)
+int agt_server_listen(agtd_t *d, const struct agt_method *methods, size_t n, agt_error_t *err)
 {
   const char *path = d->cfg.socket_path;
   cleanup_free char *dir = xstrdup(path);
@@ -506,6 +475,8 @@ int agt_server_listen(agtd_t *d, agt_error_t *err)
   }
   if (unlink(path) < 0 && errno != ENOENT)
     return agt_error_make(err, errno, "remove the old socket '%s'", path);
+  d->methods = methods;
+  d->nmethods = n;
   uv_pipe_init(d->loop, &d->listener, 0);
   d->listener.data = d;
   r = uv_pipe_bind(&d->listener, path);

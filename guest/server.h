@@ -1,5 +1,5 @@
 /* agtd's unix-socket server: connections, framing, the hello exchange, and dispatch of
- * requests to the handlers in req_*.c through the method table in server.c. */
+ * requests through the method table it is given (serve.c's; the handlers are in req_*.c). */
 #ifndef AGT_SERVER_H
 #define AGT_SERVER_H
 
@@ -75,7 +75,16 @@ void agt_pending_add(agt_pending_t **list, agt_req_t *req);
  * NULL, else with the error. */
 void agt_pending_answer(agt_pending_t **list, json_t *result, agt_error_t err);
 
-int agt_server_listen(agtd_t *d, agt_error_t *err);
+/* A request the server serves: its name, its handler, and whether it needs the hello. */
+enum { AGT_METHOD_NEEDS_HELLO = 1 };
+struct agt_method {
+  const char *name;
+  agt_handler_fn fn;
+  int flags;
+};
+
+/* Listen on d->cfg.socket_path and serve the n methods (borrowed for agtd's life). */
+int agt_server_listen(agtd_t *d, const struct agt_method *methods, size_t n, agt_error_t *err);
 void agt_server_close(agtd_t *d);
 
 void agt_client_ref(agt_client_t *c);
@@ -98,29 +107,5 @@ void agt_client_close(agt_client_t *c);
 void agt_client_set_mode(agt_client_t *c, const struct agt_client_mode *mode, void *data);
 /* Close after the replies already queued have been written. */
 void agt_client_finish(agt_client_t *c);
-
-/* Handlers. */
-int agt_req_hello(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_daemon_status(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_jail_create(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_jail_run(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_jail_start(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_jail_stop(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_jail_kill(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_jail_rm(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_jail_ls(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_jail_inspect(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_jail_logs(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_jail_wait(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_jail_net(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_jail_attach(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_jail_port(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_jail_exec(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_home_inspect(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_home_reset(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_rootfs_build(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_rootfs_ls(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_rootfs_rm(agt_req_t *req, json_t **result, agt_error_t *err);
-int agt_req_rootfs_update(agt_req_t *req, json_t **result, agt_error_t *err);
 
 #endif

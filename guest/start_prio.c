@@ -40,9 +40,9 @@ static void hung_cb(uv_timer_t *t)
   agt_start_prio_settle(t->data);
 }
 
-void agt_start_prio_init(struct agtd_s *d, int on)
+void agt_start_prio_init(struct agtd_s *d, int on, unsigned warm)
 {
-  struct agt_start_prio *p = &d->prio;
+  struct agt_start_prio *p = d->prio;
 
   memset(p, 0, sizeof *p);
   uv_timer_init(d->loop, &p->timer);
@@ -59,10 +59,10 @@ void agt_start_prio_init(struct agtd_s *d, int on)
   p->enabled = 1;
   /* cgroup v1 with RT group scheduling: realtime tasks in a cgroup need a budget there and
    * in every cgroup above it; the prepared jails' budgets come out of agtd's parent's. */
-  if (d->warm.enabled) {
+  if (warm) {
     agt_error_t err = NULL;
-    uint64_t want = (uint64_t)(d->warm.target + 4) * AGT_RT_BUDGET_US;
-    int r = agt_cgroup_rt_budget(&d->cgroup, NULL, want < 500000 ? want : 500000, &err);
+    uint64_t want = (uint64_t)(warm + 4) * AGT_RT_BUDGET_US;
+    int r = agt_cgroup_rt_budget(d->cgroup, NULL, want < 500000 ? want : 500000, &err);
 
     if (r < 0) {
       agt_log_warning("starts: prepared jails at normal priority (%s)", err->msg);
@@ -75,14 +75,14 @@ void agt_start_prio_init(struct agtd_s *d, int on)
 
 void agt_start_prio_release(struct agtd_s *d)
 {
-  if (d->prio.boosted)
+  if (d->prio->boosted)
     set_fifo(0);
-  d->prio.boosted = 0;
+  d->prio->boosted = 0;
 }
 
 void agt_start_prio_boost(struct agtd_s *d)
 {
-  struct agt_start_prio *p = &d->prio;
+  struct agt_start_prio *p = d->prio;
 
   if (!p->enabled || p->boosted)
     return;
@@ -94,7 +94,7 @@ void agt_start_prio_boost(struct agtd_s *d)
 
 void agt_start_prio_settle(struct agtd_s *d)
 {
-  struct agt_start_prio *p = &d->prio;
+  struct agt_start_prio *p = d->prio;
 
   if (!p->boosted || agt_starts_in_flight(d))
     return;
@@ -111,15 +111,15 @@ void agt_start_prio_exec(struct agtd_s *d, struct agt_jail_s *j)
   struct sched_param sp = {.sched_priority = 0};
   int pid;
 
-  if (!j->started_warm || !d->prio.enabled)
+  if (!j->started_warm || !d->prio->enabled)
     return;
   /* The init and its agent, whatever the agent forked since being SCHED_OTHER already. */
-  dir = agt_cgroup_path(&d->cgroup, j->name);
+  dir = agt_cgroup_path(d->cgroup, j->name);
   procs = xasprintf("%s/cgroup.procs", dir);
   f = fopen(procs, "re");
   while (f && fscanf(f, "%d", &pid) == 1)
     if (pid > 0)
       sched_setscheduler(pid, SCHED_OTHER, &sp);
-  if (d->prio.budgets)
-    agt_cgroup_rt_budget(&d->cgroup, j->name, 0, NULL);
+  if (d->prio->budgets)
+    agt_cgroup_rt_budget(d->cgroup, j->name, 0, NULL);
 }

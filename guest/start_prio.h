@@ -36,8 +36,9 @@ struct agt_start_prio {
   uv_timer_t timer; /* takes the boost back should a start hang */
 };
 
-/* Find out whether starts can run realtime; !on: never. */
-void agt_start_prio_init(struct agtd_s *d, int on);
+/* Find out whether starts can run realtime; !on: never.  warm: the prepared jails kept (0:
+ * none), whose cgroups may need realtime budgets. */
+void agt_start_prio_init(struct agtd_s *d, int on, unsigned warm);
 /* Back to normal priority (the timer is closed with the loop's other handles). */
 void agt_start_prio_release(struct agtd_s *d);
 /* A start begins: agtd's loop runs SCHED_FIFO. */

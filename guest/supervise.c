@@ -20,9 +20,11 @@
 #include "jail.h"
 #include "jail_keep.h"
 #include "jail_setup.h"
+#include "jail_warm.h"
 #include "log.h"
 #include "readbuf.h"
 #include "server.h"
+#include "start_prio.h"
 #include "stream.h"
 #include "xalloc.h"
 
@@ -382,7 +384,7 @@ static void cleanup_cgroup(agt_jail_t *j)
 {
   agt_error_t err = NULL;
 
-  if (agt_cgroup_destroy(&j->d->cgroup, j->name, &err) == 0) {
+  if (agt_cgroup_destroy(j->d->cgroup, j->name, &err) == 0) {
     j->cgroup_pending = 0;
     agt_jail_maybe_free(j);
     return;
