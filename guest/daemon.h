@@ -20,6 +20,7 @@ struct agt_netns_pool;
 struct agt_disk;
 struct agt_warm_pool;
 struct agt_start_prio;
+struct agt_output_watch;
 
 struct agtd_config {
   const char *socket_path;      /* /run/agt/agtd.sock */
@@ -61,9 +62,10 @@ struct agtd_s {
   struct agt_seccomp_prog *seccomp;
   struct agt_seccomp_prog *seccomp_ahead, *seccomp_tail; /* the same, split for prepared jails */
   struct agt_netns_pool *netns;
-  struct agt_disk *disk;       /* the jails' writable layers */
-  struct agt_warm_pool *warm;  /* prepared jails */
-  struct agt_start_prio *prio; /* realtime scheduling of starts */
+  struct agt_disk *disk;                       /* the jails' writable layers */
+  struct agt_warm_pool *warm;                  /* prepared jails */
+  struct agt_start_prio *prio;                 /* realtime scheduling of starts */
+  const struct agt_output_watch *output_watch; /* who follows the jails' output (jail.h) */
   int shutting_down;
   time_t started;
   int keeper_fd;       /* the keeper program, a sealed memfd (jail_keep.h) */

@@ -17,15 +17,12 @@
 #include "disk.h"
 #include "fsutil.h"
 #include "home.h"
-#include "jail_keep.h"
-#include "jail_warm.h"
 #include "log.h"
 #include "names.h"
 #include "proto.h"
 #include "rootfs/rootfs.h"
 #include "rootfs_cache.h"
 #include "server.h"
-#include "stream.h"
 #include "xalloc.h"
 
 #define AGT_JAIL_UID_BASE 200000
@@ -490,8 +487,8 @@ static int parse_size(json_t *params, agt_jail_t *j, agt_error_t *err)
   return 0;
 }
 
-static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t **out,
-                       agt_error_t *err)
+static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_prepared *prepared,
+                       agt_jail_t **out, agt_error_t *err)
 {
   static const char *const known[] = {"name", "agent",    "rootfs",  "workspace", "argv", "args",
                                       "env",  "limits",   "network", "tty",       "size", "home",
@@ -500,7 +497,7 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
   json_t *info = NULL;
   agt_jail_t *j = NULL;
   struct stat st;
-  int made_ws = 0;
+  int made_ws = 0, for_run = prepared != NULL;
 
   if (agt_param_only(params, known, "", err) < 0)
     return -1;
@@ -631,16 +628,8 @@ static int jail_create(struct agtd_s *d, json_t *params, int for_run, agt_jail_t
     j->limits.disk_bytes = d->disk->capacity / 8;
   if (for_run && agt_jail_disk_promise(d, j, err) < 0)
     goto fail;
-  if (for_run) {
-    /* A prepared jail on this rootfs becomes this one: its directory is renamed here (the
-     * jail user's files come with the claim, jail_warm.c). */
-    agt_warm_note_run(d, j->rootfs_id, j->rootfs_path, j->uid, j->gid);
-    j->warm = agt_warm_take(d, j);
-    if (j->warm && rename(j->warm->dir, j->dir) < 0) {
-      agt_warm_discard(d, j->warm, 0);
-      j->warm = NULL;
-    }
-  }
+  if (for_run)
+    j->warm = prepared->take(j);
   if (j->warm == NULL) {
     if (mkdir(j->dir, 0700) < 0) {
       agt_error_make(err, errno, "mkdir '%s'", j->dir);
@@ -696,7 +685,7 @@ fail_dir:
   agt_disk_jail_remove(d->disk, j->dir, NULL);
 fail:
   if (j->warm)
-    agt_warm_discard(d, j->warm, 1);
+    prepared->give_back(j);
   j->warm = NULL;
   agt_jail_free(j);
   return -1;
@@ -704,12 +693,14 @@ fail:
 
 int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_error_t *err)
 {
-  return jail_create(d, params, 0, out, err);
+  return jail_create(d, params, NULL, out, err);
 }
 
-int agt_jail_create_for_run(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_error_t *err)
+int agt_jail_create_for_run(struct agtd_s *d, json_t *params,
+                            const struct agt_jail_prepared *prepared, agt_jail_t **out,
+                            agt_error_t *err)
 {
-  return jail_create(d, params, 1, out, err);
+  return jail_create(d, params, prepared, out, err);
 }
 
 agt_jail_t *agt_jail_home_user(struct agtd_s *d, const char *home_path)
@@ -727,14 +718,6 @@ int agt_jail_write_identity(agt_jail_t *j, agt_error_t *err)
   return write_identity(j, err);
 }
 
-static size_t count_streams(agt_jail_t *j)
-{
-  size_t n = 0;
-  for (struct agt_stream_s *s = j->streams; s; s = s->next)
-    n++;
-  return n;
-}
-
 json_t *agt_jail_to_json(agt_jail_t *j, int full)
 {
   json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "name", j->name, "agent", j->agent,
@@ -743,7 +726,7 @@ json_t *agt_jail_to_json(agt_jail_t *j, int full)
 
   json_object_set_new(o, "workspace", json_string(j->workspace));
   json_object_set_new(o, "tty", json_boolean(j->tty));
-  json_object_set_new(o, "attached", json_integer((json_int_t)count_streams(j)));
+  json_object_set_new(o, "attached", json_integer((json_int_t)j->nstreams));
   json_object_set_new(o, "refused", json_integer((json_int_t)agt_netlog_blocked(j->net_log_path)));
   if (j->started)
     json_object_set_new(o, "started", json_integer(j->started));
@@ -814,31 +797,8 @@ int agt_jail_save(agt_jail_t *j, agt_error_t *err)
   return r;
 }
 
-/* A jail that was running when the last agtd went: its keeper, found again. */
-static int adopt(agt_jail_t *j)
-{
-  struct agt_keep_hdr h;
-  agt_error_t e = NULL;
-  int fds[2] = {-1, -1};
-  int fd = agt_keep_connect(j->dir, &h, fds, &e);
-
-  if (fd < 0) {
-    agt_log_warning("jail '%s': %s", j->name, e->msg);
-    agt_error_release(&e);
-    return -1;
-  }
-  if (agt_jail_adopt(j, fd, &h, fds, &e) < 0) {
-    agt_log_warning("jail '%s': %s", j->name, e->msg);
-    agt_error_release(&e);
-  }
-  for (int i = 0; i < 2; i++)
-    if (fds[i] >= 0)
-      close(fds[i]);
-  agt_log_info("jail '%s': found running (pid %d) under its keeper", j->name, (int)j->pid);
-  return 0;
-}
-
-static int load_one(struct agtd_s *d, const char *name, agt_error_t *err)
+static int load_one(struct agtd_s *d, const char *name, agt_jail_find_fn find_again,
+                    agt_error_t *err)
 {
   cleanup_free char *path = xasprintf("%s/%s/jail.json", d->jails_dir, name);
   json_error_t jerr;
@@ -885,24 +845,8 @@ static int load_one(struct agtd_s *d, const char *name, agt_error_t *err)
     agt_jail_free(j);
     return agt_error_kind(err, AGT_E_INVALID, "%s: the jail user is root; refused", path);
   }
-  if (j->state != AGT_JAIL_CREATED && j->state != AGT_JAIL_EXITED && adopt(j) < 0) {
-    /* Its keeper is gone: what it recorded of the exit, else the jail died with it. */
-    int code, sig;
-    int64_t finished;
-    j->state = AGT_JAIL_EXITED;
-    free(j->exit_reason);
-    j->exit_reason = NULL;
-    if (agt_keep_read_exit(j->dir, &code, &sig, &finished) == 0) {
-      j->exit_code = code;
-      j->exit_signal = sig;
-      j->finished = (time_t)finished;
-    } else {
-      j->exit_code = 128 + SIGKILL;
-      j->exit_signal = SIGKILL;
-      j->finished = time(NULL);
-      j->exit_reason = xstrdup("its keeper was gone at agtd's start; the jail ended with it");
-    }
-  }
+  if (j->state != AGT_JAIL_CREATED && j->state != AGT_JAIL_EXITED)
+    find_again(j);
   if (j->state == AGT_JAIL_CREATED || j->state == AGT_JAIL_EXITED)
     agt_cgroup_destroy(d->cgroup, j->name, NULL);
   jail_link(d, j);
@@ -910,7 +854,7 @@ static int load_one(struct agtd_s *d, const char *name, agt_error_t *err)
   return 0;
 }
 
-int agt_jail_load_all(struct agtd_s *d, agt_error_t *err)
+int agt_jail_load_all(struct agtd_s *d, agt_jail_find_fn find_again, agt_error_t *err)
 {
   cleanup_dir DIR *dir = opendir(d->jails_dir);
   struct dirent *de;
@@ -929,7 +873,7 @@ int agt_jail_load_all(struct agtd_s *d, agt_error_t *err)
       agt_disk_jail_remove(d->disk, jdir, NULL);
       continue;
     }
-    if (load_one(d, de->d_name, &e) < 0) {
+    if (load_one(d, de->d_name, find_again, &e) < 0) {
       agt_log_warning("skipping a jail record: %s", e->msg);
       agt_error_release(&e);
     }

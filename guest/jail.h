@@ -50,6 +50,7 @@ struct agt_jail_limits {
 #define AGT_JAIL_ENV_MAX 256
 #define AGT_JAIL_STR_MAX 4096
 #define AGT_JAIL_MOUNTS_MAX 32
+#define AGT_SCREEN_MAX (64u * 1024) /* recent terminal output replayed on attach */
 
 struct agt_jail_s {
   struct agt_jail_s *next;
@@ -104,7 +105,8 @@ struct agt_jail_s {
   int output_paused; /* a stream's client is behind: the jail's output waits */
   char *screen;      /* the last AGT_SCREEN_MAX bytes of output, replayed on attach */
   size_t screen_len;
-  struct agt_stream_s *streams;
+  struct agt_stream_s *streams; /* stream.c's */
+  unsigned nstreams;
   agt_egress_t *egress; /* the proxy of a jail in network mode allow, while it runs */
   int handles_open;
   int streams_open; /* the keeper's connection and the status pipe, still being read */
@@ -125,10 +127,19 @@ struct agt_jail_s {
   int attach_go_fd, attach_pidfd;
   agt_error_t attach_err;
   int freeing;
-  struct agt_warm_s *warm; /* a prepared jail this record took, until its start */
-  int started_warm;        /* the last start claimed a prepared jail */
+  struct agt_warm_s *warm;                  /* a prepared jail this record took, until its start */
+  int started_warm;                         /* the last start claimed a prepared jail */
+  void (*on_started)(struct agt_jail_s *j); /* the start is answered: the starter's (jail_warm.c) */
 };
 typedef struct agt_jail_s agt_jail_t;
+
+/* Who follows the jails' output (stream.c), handed to their supervision through the context
+ * (daemon.h): told of each piece of a jail's output, once its keeper has logged it, and of
+ * the jail's end. */
+struct agt_output_watch {
+  void (*output)(agt_jail_t *j, const char *data, size_t len);
+  void (*end)(agt_jail_t *j, json_t *info);
+};
 
 const char *agt_jail_state_name(enum agt_jail_state s);
 
@@ -145,16 +156,27 @@ int agt_jail_home_prepare(agt_jail_t *j, agt_error_t *err);
 agt_jail_t *agt_jail_home_user(struct agtd_s *d, const char *home_path);
 /* Create a jail record from a jail.create request's params (validated here). */
 int agt_jail_create(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_error_t *err);
-/* The same for jail.run: the jail may take a prepared jail (jail_warm.c) and start faster. */
-int agt_jail_create_for_run(struct agtd_s *d, json_t *params, agt_jail_t **out, agt_error_t *err);
+/* jail.run's prepared jails, handed to agt_jail_create_for_run (jail_warm.c's
+ * agt_warm_for_run): take one for j, its directory become j's, or NULL; give back the one j
+ * took when j is not made after all. */
+struct agt_jail_prepared {
+  struct agt_warm_s *(*take)(agt_jail_t *j);
+  void (*give_back)(agt_jail_t *j);
+};
+/* The same for jail.run: the jail may take a prepared jail and start faster. */
+int agt_jail_create_for_run(struct agtd_s *d, json_t *params,
+                            const struct agt_jail_prepared *prepared, agt_jail_t **out,
+                            agt_error_t *err);
 int agt_jail_save(agt_jail_t *j, agt_error_t *err);
 /* May j start: do the running jails' disk limits, what the jails' disk holds and j's limit
  * fit on it (disk.h)?  A clear error when not. */
 int agt_jail_disk_promise(struct agtd_s *d, const agt_jail_t *j, agt_error_t *err);
+/* A jail whose record says it runs, loaded by a new agtd (jail_run.c's agt_jail_find_again). */
+typedef void (*agt_jail_find_fn)(struct agt_jail_s *j);
 /* Load every record under <state>/jails; jails that were running when agtd went away are
- * found again under their keepers (keeper.h), or, their keeper gone, marked exited with the
- * exit it recorded, and their cgroups removed. */
-int agt_jail_load_all(struct agtd_s *d, agt_error_t *err);
+ * handed to find_again (found under their keepers, keeper.h, or marked exited), and the
+ * cgroups of those that do not run are removed. */
+int agt_jail_load_all(struct agtd_s *d, agt_jail_find_fn find_again, agt_error_t *err);
 json_t *agt_jail_to_json(agt_jail_t *j, int full);
 /* Remove the jail's directory, workspace (when agtd made it) and cgroup, and free it once
  * its handles are closed.  The jail must not be running. */
@@ -167,25 +189,12 @@ void agt_jail_free_now(agt_jail_t *j);
 
 /* Run (jail_spawn.c). */
 int agt_jail_start(agt_jail_t *j, agt_error_t *err);
-/* Shared with jail_warm.c and jail_keep.c: clone3 into new namespaces (and the cgroup of
- * cgroup_fd, v2);
- * the overlay's mount options for a jail directory; the record's run state and supervision
- * once the init runs; the kernel's last capability; the PATH of an environment. */
-pid_t agt_jail_clone(int *pidfd, int new_netns, int cgroup_fd, int *attached);
-void agt_jail_overlay_opts(struct agtd_s *d, const char *lower, const char *dir, char *buf,
-                           size_t size);
-int agt_jail_begin_run(agt_jail_t *j, pid_t pid, int pidfd, int keep_fd, int keeper_pidfd,
-                       int status_fd, agt_error_t *err);
-int agt_cap_last(void);
-/* Network mode allow: the proxy in the jail's namespace (netns, or pid's when -1). */
-int agt_jail_start_egress(agt_jail_t *j, int netns, pid_t pid, agt_error_t *err);
 /* Write the jail user's passwd, group and home into the upper layer. */
 int agt_jail_write_identity(agt_jail_t *j, agt_error_t *err);
 /* The jail user's /etc/passwd and /etc/group; newly allocated. */
 void agt_jail_identity(agt_jail_t *j, char **passwd, char **group);
 char *agt_identity_passwd(uid_t uid, gid_t gid);
 char *agt_identity_group(gid_t gid);
-const char *agt_env_path(char *const *env);
 /* SIGTERM to the agent, SIGKILL after grace_ms. */
 int agt_jail_stop(agt_jail_t *j, uint64_t grace_ms, agt_error_t *err);
 int agt_jail_kill(agt_jail_t *j, int sig, agt_error_t *err);
@@ -203,6 +212,8 @@ int agt_jail_adopt(agt_jail_t *j, int keep_fd, const struct agt_keep_hdr *h, int
 /* Read captured output from absolute offset `from`, at most max bytes. */
 int agt_jail_log_read(agt_jail_t *j, uint64_t from, size_t max, char **data, size_t *len,
                       uint64_t *start, agt_error_t *err);
+/* Pause or resume reading the jail's output (a stream's client is behind). */
+void agt_jail_output_pause(agt_jail_t *j, int pause);
 /* Called when a run is fully over (process reaped, pipes drained). */
 void agt_jail_run_finished(agt_jail_t *j);
 

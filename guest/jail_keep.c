@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +88,34 @@ struct spawn_ctx {
 };
 
 /* The spawner: agtd's memory, its own fd table, agtd waiting (CLONE_VFORK).  No allocation. */
+/* clone3 into the jail's namespaces.  With cgroup v2 the child is born in its cgroup
+ * (CLONE_INTO_CGROUP): no migration, and nothing runs outside the jail's limits even for a
+ * moment.  *attached says whether that happened. */
+static pid_t jail_clone(int *pidfd, int new_netns, int cgroup_fd, int *attached)
+{
+  struct clone_args args;
+  pid_t pid;
+
+  memset(&args, 0, sizeof args);
+  args.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD |
+               (new_netns ? CLONE_NEWNET : 0);
+  args.pidfd = (uint64_t)(uintptr_t)pidfd;
+  args.exit_signal = SIGCHLD;
+  *attached = 0;
+  if (cgroup_fd >= 0) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = (uint64_t)cgroup_fd;
+    pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
+    if (pid >= 0) {
+      *attached = 1;
+      return pid;
+    }
+    args.flags &= ~(uint64_t)CLONE_INTO_CGROUP; /* kernels before 5.7: migrate instead */
+    args.cgroup = 0;
+  }
+  return (pid_t)syscall(SYS_clone3, &args, sizeof args);
+}
+
 static int spawner(void *arg)
 {
   struct spawn_ctx *c = arg;
@@ -102,7 +132,7 @@ static int spawner(void *arg)
     struct sched_param sp = {.sched_priority = c->rt_prio};
     sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp);
   }
-  pid = agt_jail_clone(&s->pidfd, s->new_netns, s->cgroup_fd, &s->attached);
+  pid = jail_clone(&s->pidfd, s->new_netns, s->cgroup_fd, &s->attached);
   if (pid == 0)
     agt_jail_child(s->plan);
   if (pid < 0) {

@@ -19,37 +19,13 @@
 #include "fsutil.h"
 #include "jail_keep.h"
 #include "jail_net.h"
+#include "jail_run.h"
 #include "jail_seccomp.h"
 #include "jail_setup.h"
 #include "jail_warm.h"
 #include "log.h"
 #include "netns_pool.h"
 #include "xalloc.h"
-
-int agt_cap_last(void)
-{
-  static int cached = -1;
-  FILE *f;
-
-  if (cached >= 0)
-    return cached;
-  cached = 63;
-  f = fopen("/proc/sys/kernel/cap_last_cap", "re");
-  if (f) {
-    if (fscanf(f, "%d", &cached) != 1)
-      cached = 63;
-    fclose(f);
-  }
-  return cached;
-}
-
-const char *agt_env_path(char *const *env)
-{
-  for (char *const *e = env; e && *e; e++)
-    if (strncmp(*e, "PATH=", 5) == 0)
-      return *e + 5;
-  return "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-}
 
 static void close_all(int *fds, int n)
 {
@@ -58,34 +34,6 @@ static void close_all(int *fds, int n)
       close(fds[i]);
       fds[i] = -1;
     }
-}
-
-/* clone3 into the jail's namespaces.  With cgroup v2 the child is born in its cgroup
- * (CLONE_INTO_CGROUP): no migration, and nothing runs outside the jail's limits even for a
- * moment.  *attached says whether that happened. */
-pid_t agt_jail_clone(int *pidfd, int new_netns, int cgroup_fd, int *attached)
-{
-  struct clone_args args;
-  pid_t pid;
-
-  memset(&args, 0, sizeof args);
-  args.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD |
-               (new_netns ? CLONE_NEWNET : 0);
-  args.pidfd = (uint64_t)(uintptr_t)pidfd;
-  args.exit_signal = SIGCHLD;
-  *attached = 0;
-  if (cgroup_fd >= 0) {
-    args.flags |= CLONE_INTO_CGROUP;
-    args.cgroup = (uint64_t)cgroup_fd;
-    pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
-    if (pid >= 0) {
-      *attached = 1;
-      return pid;
-    }
-    args.flags &= ~(uint64_t)CLONE_INTO_CGROUP; /* kernels before 5.7: migrate instead */
-    args.cgroup = 0;
-  }
-  return (pid_t)syscall(SYS_clone3, &args, sizeof args);
 }
 
 /* Tell the child to go on to the agent; the fd is closed. */
@@ -127,27 +75,6 @@ static void attach_done_cb(uv_work_t *w, int status)
   agt_jail_maybe_free(j);
 }
 
-/* The proxy listens inside the jail's network namespace; agtd serves it from outside. */
-int agt_jail_start_egress(agt_jail_t *j, int netns, pid_t pid, agt_error_t *err)
-{
-  int fd = netns, lfd;
-
-  if (fd < 0) {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-      return agt_error_make(err, errno, "open the network namespace of jail '%s'", j->name);
-  }
-  lfd = agt_egress_listen_in(fd, j->d->netns->home_fd, err);
-  if (fd != netns)
-    close(fd);
-  if (lfd < 0)
-    return agt_error_wrap(err, "jail '%s'", j->name);
-  j->egress = agt_egress_start(j->d->loop, j->name, &j->net, lfd, j->net_log_path, err);
-  return j->egress ? 0 : -1;
-}
-
 /* Mode open: the jail's namespace (from the pool, or its init's) gets its way out. */
 static int start_open_net(agt_jail_t *j, const struct agt_open_net *on, int netns, pid_t pid,
                           agt_error_t *err)
@@ -180,51 +107,6 @@ static int prepare_open_net(agt_jail_t *j, struct agt_open_net *on, agt_error_t 
   return 0;
 }
 
-/* Paths relative to the jail's directory (the child mounts from there), so the jail's mount
- * table does not spell out where the guest keeps its rootfs store. */
-void agt_jail_overlay_opts(struct agtd_s *d, const char *lower, const char *dir, char *buf,
-                           size_t size)
-{
-  size_t n = strlen(d->rootfs_dir);
-
-  if (strncmp(lower, d->rootfs_dir, n) == 0 && lower[n] == '/' &&
-      strncmp(dir, d->jails_dir, strlen(d->jails_dir)) == 0 &&
-      strcmp(d->jails_dir + strlen(d->cfg.state_dir), "/jails") == 0 &&
-      strcmp(d->rootfs_dir + strlen(d->cfg.state_dir), "/rootfs") == 0)
-    snprintf(buf, size, "lowerdir=../../rootfs%s,upperdir=rw/upper,workdir=rw/work", lower + n);
-  else
-    snprintf(buf, size, "lowerdir=%s,upperdir=%s/rw/upper,workdir=%s/rw/work", lower, dir, dir);
-}
-
-/* The jail runs (its init is pid): the record's run state, then supervision of its pipes. */
-int agt_jail_begin_run(agt_jail_t *j, pid_t pid, int pidfd, int keep_fd, int keeper_pidfd,
-                       int status_fd, agt_error_t *err)
-{
-  cleanup_free char *exit_path = xasprintf("%s/%s", j->dir, AGT_KEEP_EXIT);
-
-  j->pid = pid;
-  j->pidfd = pidfd;
-  j->state = AGT_JAIL_STARTING;
-  j->started = time(NULL);
-  j->finished = 0;
-  j->exit_code = 0;
-  j->exit_signal = 0;
-  free(j->exit_reason);
-  j->exit_reason = NULL;
-  j->runs++;
-  j->status_len = 0;
-  j->exited_seen = 0;
-  unlink(exit_path); /* the last run's */
-  /* the log's budget, before the agent can write */
-  agt_keep_send_budget(keep_fd, j->limits.log_bytes);
-  if (agt_jail_supervise(j, keep_fd, keeper_pidfd, status_fd, err) < 0) {
-    /* cannot watch it: kill it rather than leave it unsupervised */
-    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-    return -1;
-  }
-  return 0;
-}
-
 int agt_jail_start(agt_jail_t *j, agt_error_t *err)
 {
   struct agt_spawn_plan plan;
@@ -246,6 +128,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   if (agt_jail_disk_promise(j->d, j, err) < 0)
     return -1;
   j->started_warm = 0;
+  j->on_started = NULL;
   if (j->warm) {
     r = agt_warm_start(j, err);
     if (r <= 0)

@@ -25,6 +25,7 @@
 #include "fsutil.h"
 #include "jail.h"
 #include "jail_keep.h"
+#include "jail_run.h"
 #include "jail_seccomp.h"
 #include "jail_setup.h"
 #include "log.h"
@@ -609,6 +610,12 @@ static int workspace_mount(const char *ws, agt_error_t *err)
   return mfd;
 }
 
+/* The start on a prepared jail is answered: make the ones missing now. */
+static void started(struct agt_jail_s *j)
+{
+  agt_warm_refill(j->d);
+}
+
 int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
 {
   struct agtd_s *d = j->d;
@@ -640,6 +647,7 @@ int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
    * socket) or from the pipes, whichever the claim made the jail use. */
   r = agt_jail_begin_run(j, w->pid, w->pidfd, w->keep_fd, w->keeper_pidfd, w->status_fd, err);
   j->started_warm = 1;
+  j->on_started = started;
   agt_jail_save(j, NULL); /* the record, "starting", while the jail applies its claim */
   w->pidfd = w->status_fd = w->keep_fd = w->keeper_pidfd = -1; /* the jail's now */
   warm_free(w);
@@ -653,3 +661,28 @@ fail:
   agt_cgroup_destroy(d->cgroup, j->name, NULL);
   return -1;
 }
+
+/* A prepared jail on j's rootfs becomes j: its directory is renamed here (the jail user's
+ * files come with the claim). */
+static struct agt_warm_s *take_for_run(agt_jail_t *j)
+{
+  struct agt_warm_s *w;
+
+  agt_warm_note_run(j->d, j->rootfs_id, j->rootfs_path, j->uid, j->gid);
+  w = agt_warm_take(j->d, j);
+  if (w && rename(w->dir, j->dir) < 0) {
+    agt_warm_discard(j->d, w, 0);
+    w = NULL;
+  }
+  return w;
+}
+
+static void give_back(agt_jail_t *j)
+{
+  agt_warm_discard(j->d, j->warm, 1);
+}
+
+const struct agt_jail_prepared agt_warm_for_run = {
+    .take = take_for_run,
+    .give_back = give_back,
+};

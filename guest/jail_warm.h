@@ -68,4 +68,8 @@ void agt_warm_refill(struct agtd_s *d);
 /* Discard the prepared jails on rootfs_id (NULL: all). */
 void agt_warm_drain(struct agtd_s *d, const char *rootfs_id);
 
+/* jail.run's use of the pool (agt_jail_create_for_run, jail.h). */
+struct agt_jail_prepared;
+extern const struct agt_jail_prepared agt_warm_for_run;
+
 #endif

@@ -13,6 +13,7 @@
 #include "jail.h"
 #include "server.h"
 #include "jail_exec.h"
+#include "jail_warm.h"
 #include "portfwd.h"
 #include "start_prio.h"
 #include "stream.h"
@@ -63,7 +64,7 @@ int agt_req_jail_run(agt_req_t *req, json_t **result, agt_error_t *err)
 
   (void)result;
   agt_start_prio_boost(req->d); /* from the request on (start_prio.h) */
-  if (agt_jail_create_for_run(req->d, req->params, &j, err) < 0) {
+  if (agt_jail_create_for_run(req->d, req->params, &agt_warm_for_run, &j, err) < 0) {
     agt_start_prio_settle(req->d);
     return -1;
   }

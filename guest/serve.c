@@ -23,6 +23,7 @@
 #include "fsutil.h"
 #include "jail.h"
 #include "jail_keep.h"
+#include "jail_run.h"
 #include "jail_seccomp.h"
 #include "jail_warm.h"
 #include "log.h"
@@ -34,6 +35,7 @@
 #include "rootfs_cache.h"
 #include "server.h"
 #include "start_prio.h"
+#include "stream.h"
 #include "xalloc.h"
 
 /* The requests agtd serves: one handler each, in req_*.c. */
@@ -140,6 +142,7 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
   d->warm = xzalloc(sizeof *d->warm);
   d->prio = xzalloc(sizeof *d->prio);
   d->loop = loop;
+  d->output_watch = &agt_stream_watch;
   d->cfg = *cfg;
   d->started = time(NULL);
   d->state_lock_fd = d->socket_lock_fd = -1;
@@ -192,7 +195,7 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
     return agt_error_wrap(err, "network namespace pool");
   if (agt_keep_init(d, err) < 0)
     return -1;
-  if (agt_jail_load_all(d, err) < 0)
+  if (agt_jail_load_all(d, agt_jail_find_again, err) < 0)
     return -1;
   agt_warm_init(d, cfg->warm, d->cgroup->fast_attach);
   if (agt_disk_sweep(d->disk, d->jails_dir) > 0)

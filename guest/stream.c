@@ -119,6 +119,7 @@ agt_stream_t *agt_stream_open(struct agt_jail_s *j, struct agt_client_s *c,
   }
   s->next = j->streams;
   j->streams = s;
+  j->nstreams++;
   if (kind == AGT_STREAM_ATTACH) {
     /* What the terminal showed lately, so the screen is not blank; the resize the client
      * sends next makes the agent redraw it properly. */
@@ -142,6 +143,7 @@ static void stream_close(agt_stream_t *s)
   for (p = &j->streams; *p; p = &(*p)->next)
     if (*p == s) {
       *p = s->next;
+      j->nstreams--;
       break;
     }
   agt_client_set_mode(s->client, NULL, NULL);
@@ -237,7 +239,7 @@ static void stream_input(agt_stream_t *s, json_t *msg)
   stream_error(s, "a stream takes 'in', 'resize' or 'detach'");
 }
 
-void agt_jail_output(struct agt_jail_s *j, const char *data, size_t len)
+static void jail_output(struct agt_jail_s *j, const char *data, size_t len)
 {
   /* in the log already (the keeper wrote it): the log ends after it */
   uint64_t offset = log_end(j) >= len ? log_end(j) - len : 0;
@@ -274,7 +276,7 @@ void agt_jail_output(struct agt_jail_s *j, const char *data, size_t len)
     agt_jail_output_pause(j, 1);
 }
 
-void agt_jail_streams_end(struct agt_jail_s *j, json_t *info)
+static void jail_end(struct agt_jail_s *j, json_t *info)
 {
   json_t *m = json_pack("{s:O}", "exit", info);
 
@@ -288,3 +290,8 @@ void agt_jail_streams_end(struct agt_jail_s *j, json_t *info)
   }
   json_decref(m);
 }
+
+const struct agt_output_watch agt_stream_watch = {
+    .output = jail_output,
+    .end = jail_end,
+};

@@ -22,9 +22,8 @@
 struct agt_jail_s;
 struct agt_client_s;
 
-#define AGT_STREAM_HIGH (4u << 20)  /* queued bytes at which the jail's output is paused */
-#define AGT_STREAM_LOW (1u << 20)   /* ... and resumed */
-#define AGT_SCREEN_MAX (64u * 1024) /* recent terminal output replayed on attach */
+#define AGT_STREAM_HIGH (4u << 20) /* queued bytes at which the jail's output is paused */
+#define AGT_STREAM_LOW (1u << 20)  /* ... and resumed */
 
 enum agt_stream_kind { AGT_STREAM_ATTACH, AGT_STREAM_FOLLOW };
 
@@ -43,12 +42,9 @@ typedef struct agt_stream_s agt_stream_t;
 agt_stream_t *agt_stream_open(struct agt_jail_s *j, struct agt_client_s *c,
                               enum agt_stream_kind kind, uint64_t from, int want_write);
 
-/* Output of a jail, from its keeper (which has logged it; j->log.pos is the log's position
- * after it): screen, streams, backpressure. */
-void agt_jail_output(struct agt_jail_s *j, const char *data, size_t len);
-/* The jail ended: tell every stream and close them. */
-void agt_jail_streams_end(struct agt_jail_s *j, json_t *info);
-/* Pause or resume reading the jail's output. */
-void agt_jail_output_pause(struct agt_jail_s *j, int pause);
+/* What the jails' supervision tells the streams (serve.c hands it over): each piece of a
+ * jail's output (the screen kept for attach, the streams, their backpressure) and its end
+ * (every stream told and closed). */
+extern const struct agt_output_watch agt_stream_watch;
 
 #endif

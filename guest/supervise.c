@@ -20,12 +20,10 @@
 #include "jail.h"
 #include "jail_keep.h"
 #include "jail_setup.h"
-#include "jail_warm.h"
 #include "log.h"
 #include "readbuf.h"
 #include "server.h"
 #include "start_prio.h"
-#include "stream.h"
 #include "xalloc.h"
 
 static void handle_closed(uv_handle_t *h)
@@ -194,7 +192,8 @@ static void keep_cb(uv_poll_t *p, int status, int events)
       j->log.pos.base = h.base;
       j->log.pos.size = h.size;
       j->log.pos.old_base = h.old_base;
-      agt_jail_output(j, data, h.len);
+      if (j->d->output_watch)
+        j->d->output_watch->output(j, data, h.len);
       break;
     case AGT_KEEP_TTY:
       if (fds[0] >= 0)
@@ -249,8 +248,6 @@ int agt_jail_adopt(agt_jail_t *j, int keep_fd, const struct agt_keep_hdr *h, int
       free(data);
     }
   }
-  if (j->net.mode == AGT_NET_ALLOW && agt_jail_start_egress(j, -1, j->pid, err) < 0)
-    return agt_error_wrap(err, "the proxy of jail '%s'", j->name);
   return 0;
 }
 
@@ -300,8 +297,8 @@ static void status_eof(agt_jail_t *j)
       json_object_set_new(info, "start_ms",
                           json_real((double)(j->exec_ns - j->start_request_ns) / 1e6));
     json_object_set_new(info, "warm", json_boolean(j->started_warm));
-    if (j->started_warm)
-      agt_warm_refill(j->d);
+    if (j->on_started)
+      j->on_started(j);
     agt_pending_answer(&j->start_waiters, info, NULL);
     json_decref(info);
   }
@@ -437,7 +434,8 @@ void agt_jail_run_finished(agt_jail_t *j)
     agt_jail_save(j, NULL);
   }
   agt_pending_answer(&j->exit_waiters, info, NULL);
-  agt_jail_streams_end(j, info);
+  if (j->d->output_watch)
+    j->d->output_watch->end(j, info);
   json_decref(info);
   if (j->start_waiters) {
     agt_error_t err = NULL;
