@@ -26,8 +26,6 @@
 #include <grp.h>
 #include <unistd.h>
 
-#include "start_prio.h"
-
 /* Where agtd's command line lives, so a jail's init can blank it: the jail must not read
  * the daemon's options (socket and state paths) from /proc/1/cmdline.  Set once at start. */
 static char *title_area;

@@ -24,6 +24,14 @@ enum {
   AGT_CHILD_NFDS = 6,
 };
 
+/* The priorities of a realtime start, agtd's loop above the jail's init above its agent
+ * (start_prio.h). */
+enum {
+  AGT_PRIO_AGTD = 3,  /* agtd's loop while a start is in flight */
+  AGT_PRIO_INIT = 2,  /* a prepared jail, from its ready byte to its agent's exec */
+  AGT_PRIO_AGENT = 1, /* the agent's exec, until its init takes it back */
+};
+
 struct agt_setup_error {
   int errnum;
   char step[252];

@@ -18,13 +18,9 @@
 
 #include <uv.h>
 
-struct agtd_s;
+#include "jail_setup.h" /* the priorities, AGT_PRIO_* */
 
-enum {
-  AGT_PRIO_AGTD = 3,  /* agtd's loop while a start is in flight */
-  AGT_PRIO_INIT = 2,  /* a prepared jail, from its ready byte to its agent's exec */
-  AGT_PRIO_AGENT = 1, /* the agent's exec, until its init takes it back */
-};
+struct agtd_s;
 
 /* A prepared jail's cgroup (cgroup v1 with RT group scheduling): realtime µs a second. */
 #define AGT_RT_BUDGET_US 20000
