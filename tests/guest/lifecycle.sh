@@ -25,6 +25,10 @@ check "inspect does not show variable values" test -z "$(ctl jail inspect a | gr
 
 # stop: an agent that ignores SIGTERM is killed after the grace period
 ctl jail run --name b --rootfs "$R" -- /bin/sh -c 'trap "" TERM; echo ready; while :; do sleep 1; done' >/dev/null
+# the agent ignores SIGTERM only once its trap ran: a stop before that (a loaded machine)
+# ends it at once, and the test would say the grace period was not kept
+wait_until 30 sh -c "\"$AGTD\" ctl -s \"$SOCK\" jail logs b | grep -q '^ready\$'" ||
+  not_ok "the SIGTERM-ignoring agent never printed 'ready'"
 t0=$(date +%s%N)
 out=$(ctl jail stop b 500)
 t1=$(date +%s%N)
