@@ -779,7 +779,7 @@ static void take_claim(struct agt_spawn_plan *q)
   size_t cap = sizeof(struct agt_claim) + AGT_CLAIM_MAX;
   char *buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   union {
-    char b[CMSG_SPACE(sizeof(int))];
+    char b[CMSG_SPACE(2 * sizeof(int))];
     struct cmsghdr align;
   } u;
   struct iovec iov = {.iov_base = buf, .iov_len = cap};
@@ -790,7 +790,7 @@ static void take_claim(struct agt_spawn_plan *q)
   const char *s, *end, *str[6];
   char **v;
   ssize_t n;
-  int wsfd = -1;
+  int wsfd = -1, homefd = -1;
 
   if (buf == MAP_FAILED)
     fail("map the claim buffer", "", errno);
@@ -799,13 +799,18 @@ static void take_claim(struct agt_spawn_plan *q)
   while (n < 0 && errno == EINTR);
   if (n <= 0)
     _exit(126); /* agtd went away, or dropped this prepared jail */
+  /* the workspace's mount, then (with c.home) the persistent home's */
   for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
     if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-        cm->cmsg_len == CMSG_LEN(sizeof(int)))
+        cm->cmsg_len >= CMSG_LEN(sizeof(int))) {
       memcpy(&wsfd, CMSG_DATA(cm), sizeof wsfd);
+      if (cm->cmsg_len == CMSG_LEN(2 * sizeof(int)))
+        memcpy(&homefd, CMSG_DATA(cm) + sizeof(int), sizeof homefd);
+    }
   memcpy(&c, buf, sizeof c);
   if ((size_t)n != sizeof c + c.len || c.len == 0 || buf[n - 1] != '\0' || wsfd < 0 ||
-      (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || c.argc == 0 || c.argc > 4096 || c.envc > 4096)
+      (c.home != 0) != (homefd >= 0) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || c.argc == 0 ||
+      c.argc > 4096 || c.envc > 4096)
     fail("read the claim", "", EPROTO);
   v = mmap(NULL, (c.argc + c.envc + 2) * sizeof *v, PROT_READ | PROT_WRITE,
            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -854,6 +859,13 @@ static void take_claim(struct agt_spawn_plan *q)
   /* "" when the prepared jail has them already (made for the same user) */
   if (str[3][0])
     write_identity(str[3], str[4], q->uid, q->gid);
+  /* The persistent home over /home/agent (which the identity made): agtd cloned it, nosuid
+   * and nodev. */
+  if (homefd >= 0) {
+    if (move_mount(homefd, "", AT_FDCWD, "/home/agent", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+      fail("mount the home on /home/agent", "", errno);
+    close(homefd);
+  }
 }
 
 void agt_jail_child(const struct agt_spawn_plan *p)

@@ -42,14 +42,15 @@ struct agt_setup_error {
  * the claim: this header, then the
  * strings (each NUL-terminated) hostname, PATH, cwd, passwd, group, /tmp's remount options
  * ("" to keep its size), argv[argc], env[envc]; with the workspace's detached mount
- * (open_tree) as SCM_RIGHTS. */
+ * (open_tree) as SCM_RIGHTS, and after it the persistent home's when `home` says so. */
 struct agt_claim {
   uint32_t uid, gid;
   uint64_t nofile;
   uint16_t rows, cols;
   uint32_t tty; /* 1: the agent gets a terminal (the console socket is used) */
   uint32_t argc, envc;
-  uint32_t len; /* bytes of the strings after the header */
+  uint32_t len;  /* bytes of the strings after the header */
+  uint32_t home; /* 1: a second fd, the persistent home's detached mount for /home/agent */
 };
 #define AGT_CLAIM_MAX (192u * 1024)
 
@@ -73,7 +74,8 @@ struct agt_spawn_plan {
   const char *workspace; /* bind source, an absolute guest path */
   const char *home;      /* bound read-write at /home/agent (a persistent home), or NULL */
   char home_tmpfs[96];   /* "": no ephemeral home; else the tmpfs options of /home/agent */
-  const struct agt_plan_mount *mounts; /* cold starts only: a prepared jail takes none */
+  const struct agt_plan_mount *mounts; /* cold starts only: a prepared jail takes none (its
+                                        * home comes with the claim) */
   size_t nmounts;
   char tmp_opts[64];
   const char *cwd;

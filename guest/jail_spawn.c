@@ -129,6 +129,12 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
     return -1;
   j->started_warm = 0;
   j->on_started = NULL;
+  /* its persistent home (made again if removed, its user's), taking at most what the jail
+   * may write to its root */
+  if (j->binds.home_mode == AGT_HOME_PERSISTENT &&
+      (agt_jail_home_prepare(j, err) < 0 ||
+       agt_disk_home_limit(j->d->disk, j->binds.home_path, j->limits.disk_bytes, err) < 0))
+    return agt_error_wrap(err, "home of jail '%s'", j->name);
   if (j->warm) {
     r = agt_warm_start(j, err);
     if (r <= 0)
@@ -139,11 +145,6 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
         agt_disk_jail_limit(j->d->disk, j->dir, j->limits.disk_bytes, err) < 0)
       return -1;
   }
-  /* its persistent home takes at most what the jail may write to its root */
-  if (j->binds.home_mode == AGT_HOME_PERSISTENT &&
-      (agt_jail_home_prepare(j, err) < 0 ||
-       agt_disk_home_limit(j->d->disk, j->binds.home_path, j->limits.disk_bytes, err) < 0))
-    return agt_error_wrap(err, "home of jail '%s'", j->name);
   if (j->net.mode == AGT_NET_OPEN && prepare_open_net(j, &on, err) < 0)
     return -1;
   if (agt_cgroup_create(j->d->cgroup, j->name, &j->limits.cg, err) < 0)

@@ -503,10 +503,10 @@ struct agt_warm_s *agt_warm_take(struct agtd_s *d, struct agt_jail_s *j)
   struct agt_warm_s **p = &d->warm->list;
   size_t bytes = 4096; /* hostname, PATH, cwd, passwd, group, /tmp options */
 
-  /* a home or mounts of its own: a cold start mounts them (the claim carries the workspace
-   * only) */
-  if (!d->warm->enabled || j->net.mode == AGT_NET_OPEN || j->binds.home_mode != AGT_HOME_NONE ||
-      j->binds.nmounts > 0)
+  /* mounts or an ephemeral home: a cold start makes them (the claim carries the workspace
+   * and a persistent home only) */
+  if (!d->warm->enabled || j->net.mode == AGT_NET_OPEN ||
+      j->binds.home_mode == AGT_HOME_EPHEMERAL || j->binds.nmounts > 0)
     return NULL;
   for (char **a = j->argv; a && *a; a++)
     bytes += strlen(*a) + 1;
@@ -532,8 +532,11 @@ struct agt_warm_s *agt_warm_take(struct agtd_s *d, struct agt_jail_s *j)
   return NULL;
 }
 
-static int send_claim(struct agt_jail_s *j, struct agt_warm_s *w, int mount_fd, agt_error_t *err)
+static int send_claim(struct agt_jail_s *j, struct agt_warm_s *w, int mount_fd, int home_fd,
+                      agt_error_t *err)
 {
+  int fds[2] = {mount_fd, home_fd};
+  size_t nfds = home_fd >= 0 ? 2 : 1;
   cleanup_free char *passwd = NULL;
   cleanup_free char *group = NULL;
   cleanup_free const char **s = NULL;
@@ -542,7 +545,7 @@ static int send_claim(struct agt_jail_s *j, struct agt_warm_s *w, int mount_fd, 
   char tmp_opts[64];
   struct agt_claim c;
   union {
-    char b[CMSG_SPACE(sizeof(int))];
+    char b[CMSG_SPACE(2 * sizeof(int))];
     struct cmsghdr align;
   } u;
   struct msghdr mh;
@@ -572,6 +575,7 @@ static int send_claim(struct agt_jail_s *j, struct agt_warm_s *w, int mount_fd, 
   c.argc = (uint32_t)strv_len(j->argv);
   c.envc = (uint32_t)strv_len(j->env);
   c.len = (uint32_t)total;
+  c.home = home_fd >= 0;
   iov[0].iov_base = &c;
   iov[0].iov_len = sizeof c;
 
@@ -580,12 +584,12 @@ static int send_claim(struct agt_jail_s *j, struct agt_warm_s *w, int mount_fd, 
   mh.msg_iov = iov;
   mh.msg_iovlen = n + 1;
   mh.msg_control = u.b;
-  mh.msg_controllen = sizeof u.b;
+  mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
   cm = CMSG_FIRSTHDR(&mh);
   cm->cmsg_level = SOL_SOCKET;
   cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(cm), &mount_fd, sizeof mount_fd);
+  cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+  memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
   if (sendmsg(w->ctl_fd, &mh, MSG_NOSIGNAL) < 0)
     return agt_error_make(err, errno, "send the claim to prepared jail %s", w->name);
   return 0;
@@ -610,6 +614,31 @@ static int workspace_mount(const char *ws, agt_error_t *err)
   return mfd;
 }
 
+/* A persistent home's mount, detached, nosuid and nodev: the claim moves it onto
+ * /home/agent. */
+static int home_mount(const char *home, agt_error_t *err)
+{
+  struct open_how how = {
+      .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+      .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+  };
+  struct mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+  cleanup_close int fd = (int)syscall(SYS_openat2, AT_FDCWD, home, &how, sizeof how);
+  int mfd;
+
+  if (fd < 0)
+    return agt_error_make(err, errno, "open home %s", home);
+  mfd = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+  if (mfd < 0)
+    return agt_error_make(err, errno, "clone the mount of home %s", home);
+  if (mount_setattr(mfd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
+    agt_error_make(err, errno, "make home %s nosuid,nodev", home);
+    close(mfd);
+    return -1;
+  }
+  return mfd;
+}
+
 /* The start on a prepared jail is answered: make the ones missing now. */
 static void started(struct agt_jail_s *j)
 {
@@ -620,7 +649,7 @@ int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
 {
   struct agtd_s *d = j->d;
   struct agt_warm_s *w = j->warm;
-  int mfd, r;
+  int mfd, hfd = -1, r;
 
   j->warm = NULL;
   if (dead(w, NULL)) {
@@ -633,14 +662,23 @@ int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
   mfd = workspace_mount(j->workspace, err);
   if (mfd < 0)
     goto fail;
-  /* The proxy listens before the agent can run, as in a cold start. */
-  if (j->net.mode == AGT_NET_ALLOW && agt_jail_start_egress(j, w->netns_fd, w->pid, err) < 0) {
+  if (j->binds.home_mode == AGT_HOME_PERSISTENT &&
+      (hfd = home_mount(j->binds.home_path, err)) < 0) {
     close(mfd);
     goto fail;
   }
+  /* The proxy listens before the agent can run, as in a cold start. */
+  if (j->net.mode == AGT_NET_ALLOW && agt_jail_start_egress(j, w->netns_fd, w->pid, err) < 0) {
+    close(mfd);
+    if (hfd >= 0)
+      close(hfd);
+    goto fail;
+  }
   agt_keep_send_budget(w->keep_fd, j->limits.log_bytes);
-  r = send_claim(j, w, mfd, err);
+  r = send_claim(j, w, mfd, hfd, err);
   close(mfd);
+  if (hfd >= 0)
+    close(hfd);
   if (r < 0)
     goto fail;
   /* The keeper reads the agent's output from the pty (its master arrives on the console

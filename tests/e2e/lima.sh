@@ -97,6 +97,19 @@ like "agt jail logs shows its output" "$OUT" "^done-j1$"
 (cd "$WORK/proj" && "$AGT" jail run -d --name j2 --rootfs test -- /bin/sh -c 'ls /work; sleep 300') >"$T/j2.out" 2>&1
 like "without --workspace, a jail started in a mounted directory gets it" "$(sleep 0.5; agt jail logs j2)" "^out$"
 
+# mounts and homes through the VM: --add-dir maps a host path through vm.mounts, a path
+# outside them is refused with the lines that fix it; agt agents home asks agtd over SSH
+mkdir -p "$WORK/shared" "$T/outside"
+echo shared-through-the-vm >"$WORK/shared/f"
+run agt jail run --rm --rootfs test --add-dir "$WORK/shared" -- /bin/sh -c \
+  "cat $WORK/shared/f; echo kept > \$HOME/kept"
+is "--add-dir: a directory of the VM's mount is in the jail" "$OUT" shared-through-the-vm
+run agt jail run --rm --rootfs test --add-dir "$T/outside" -- true
+like "--add-dir outside the VM's mounts is refused, saying what to add" "$ERR" \
+  "--add-dir '$T/outside' is not in a directory the VM mounts, so no jail can see it"
+run agt agents home shell
+like "agt agents home shows the home in the VM" "$OUT" "^  kept$"
+
 run agt jail ls
 is "agt jail ls succeeds" "$RC" 0
 like "it lists j1, exited 0" "$OUT" "^j1 +shell +exited +0 "

@@ -33,6 +33,25 @@ owner=$(stat -c %u "$HOME_DIR")
 is "the home belongs to the jail's user" \
   "$(cat "$(ctl --json jail inspect p2 | sed -n 's/.*"workspace": "\(.*\)".*/\1/p')/uid")" "$owner"
 
+# a persistent home comes with a prepared jail's claim: such runs start warm too
+warm() { ctl status | python3 -c "import json,sys; w=json.load(sys.stdin)['warm']; print(w['$1'])"; }
+wait_ready() {
+  for _ in $(seq 1 200); do
+    [ "$(warm ready)" = "$(warm target)" ] && [ "$(warm ready)" != 0 ] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+check "agtd has prepared jails ready" wait_ready
+out=$(ctl jail run --rootfs "$R" --name pw --home persistent --user alice -- /bin/sh -c \
+  'cat "$HOME/login.json"; id -u; grep " /home/agent " /proc/self/mountinfo')
+like "a jail with a persistent home takes a prepared jail" "$out" "^pw started in [0-9.]+ ms \(a prepared jail\)$"
+waitj pw >/dev/null
+logs=$(ctl jail logs pw)
+like "... and finds its home there" "$logs" "^token-1$"
+like "... as its user" "$logs" "^$owner$"
+like "... nosuid and nodev" "$logs" " /home/agent [^ ]*nosuid,nodev"
+
 run --name q1 --agent shell --home persistent --user bob -- /bin/sh -c \
   'ls -A "$HOME" > /work/ls'
 waitj q1 >/dev/null
