@@ -44,7 +44,7 @@ enum agt_spec_none {
     "", "output kept on disk")                                                                     \
   X(a, b, DISK, disk, AGT_SPEC_SIZE, AGT_SPEC_NONE_ZERO, "SIZE", 10ULL << 30,                      \
     "10G, or an eighth of the jails' disk", 16ULL << 20, UINT64_MAX, "",                           \
-    "what the jail may write to its root, 0: no limit")
+    "what the jail may write to its root, and to its persistent home, 0: no limit")
 
 #define AGT_SPEC_ENUM_(a, b, ID, ...) AGT_SPEC_##ID,
 enum agt_spec_id { AGT_JAIL_LIMITS(AGT_SPEC_ENUM_, _, _) AGT_SPEC_N };
