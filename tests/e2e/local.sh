@@ -103,6 +103,16 @@ run agt jail run -d --name c1 --cpus 1.5 -- sleep 300
 like "--cpus 1.5: a limit of 1500 thousandths of a core" "$(agt jail inspect c1 | tr -d ' \n')" '"cpu":1500'
 run agt jail run -d --name c2 --cpus 1.2345 -- true
 is "--cpus with more than three decimals: a usage error" "$RC" 2
+# A limit out of agtd's bounds (common/jailspec.h) is refused by agt before it asks agtd,
+# naming the flag, or the config file and its line.
+run agt jail run -d --name c4 --memory 4M -- true
+is "--memory below agtd's least: a usage error" "$RC" 2
+like "naming the flag and the bound" "$ERR" "agt: --memory must be at least 8 MiB"
+printf 'jail:\n  limits:\n    nofile: 8\n' >"$T/bad-limits.yaml"
+run agt --config "$T/bad-limits.yaml" jail run -d --name c5 -- true
+like "jail.limits out of bounds: named with its file and line" "$ERR" \
+  "$T/bad-limits.yaml:3:13: jail.limits.nofile must be at least 16"
+is "and no jail was made" "$(agt jail ls -q | grep -c '^c[45]$')" 0
 agt jail run -d --name c3 -- sleep 300 >/dev/null
 run agt jail ls -q
 like "agt jail ls -q: the names only" "$OUT" "^c1$"

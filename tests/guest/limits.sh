@@ -48,6 +48,13 @@ out=$(ctl jail run --name zero --rootfs "$R" --pids 0 -- /bin/true 2>&1)
 like "--pids 0 is refused" "$out" "--pids 0 is not a limit"
 out=$(ctl jail run --name zero --rootfs "$R" --cpu 0 -- /bin/true 2>&1)
 like "--cpu 0 is refused" "$out" "--cpu 0 is not a limit"
+# Out of agtd's bounds (common/jailspec.h): ctl refuses it naming the flag, agtd naming the
+# field (frames.py); --cpus takes cores as agt's does.
+out=$(ctl jail run --name small --rootfs "$R" --memory 4M -- /bin/true 2>&1)
+like "--memory below the least is refused by ctl" "$out" "--memory must be at least 8 MiB"
+out=$(ctl jail run --name cores --rootfs "$R" --cpus 0.5 -- /bin/true 2>&1)
+ctl jail wait cores >/dev/null
+like "--cpus 0.5 is 500 thousandths" "$(ctl jail inspect cores | tr -d ' \n')" '"cpu":500'
 ctl jail run --name free --rootfs "$R" --memory unlimited --pids unlimited --cpu unlimited -- /bin/sleep 30 >/dev/null
 like "a jail with every lifted limit runs" "$(ctl jail ls)" "free +shell +running"
 lim=$(ctl jail inspect free | python3 -c 'import json,sys; l=json.load(sys.stdin)["limits"]; print(l["memory"], l["pids"], l["cpu"])')
