@@ -259,13 +259,17 @@ static uint64_t lift_out(uint64_t v)
 
 /* A request's limits (or a record's: jail.json), checked by the jail spec's table: each
  * within its bounds, unknown keys refused, the others at their defaults.  A record written
- * by an agtd that took 0 for no limit keeps that meaning. */
-static int limits_from_json(json_t *obj, int record, struct agt_jail_limits *l, agt_error_t *err)
+ * by an agtd that took 0 for no limit keeps that meaning.  *given (NULL: not wanted): the
+ * keys the request gave, 1 << AGT_SPEC_x each. */
+static int limits_from_json(json_t *obj, int record, struct agt_jail_limits *l, unsigned *given,
+                            agt_error_t *err)
 {
   struct agt_jail_spec s;
 
   if (agt_jail_spec_from_json(&s, obj, record, err) < 0)
     return -1;
+  if (given)
+    *given = s.set;
   l->cg.memory_bytes = lift_in(s.memory);
   l->cg.pids = lift_in(s.pids);
   l->cg.cpu_millis = lift_in(s.cpu);
@@ -498,6 +502,7 @@ static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_p
   agt_jail_t *j = NULL;
   struct stat st;
   int made_ws = 0, for_run = prepared != NULL;
+  unsigned given = 0; /* the limits the request gave */
 
   if (agt_param_only(params, known, "", err) < 0)
     return -1;
@@ -583,7 +588,7 @@ static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_p
   j->env = env_build(json_object_get(params, "env"), j->net.mode == AGT_NET_ALLOW, err);
   if (j->env == NULL)
     goto fail;
-  if (limits_from_json(json_object_get(params, "limits"), 0, &j->limits, err) < 0)
+  if (limits_from_json(json_object_get(params, "limits"), 0, &j->limits, &given, err) < 0)
     goto fail;
   /* The rootfs last: every cheaper check has passed. */
   if (agtd_rootfs_resolve(d, rootfs, &info, err) < 0) {
@@ -623,7 +628,7 @@ static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_p
 
   /* Without a disk limit of its own, a jail gets 10 GiB or an eighth of the jails' disk,
    * whichever is less; what running jails may write stays within the disk (disk.h). */
-  if (d->disk->enabled && json_object_get(json_object_get(params, "limits"), "disk") == NULL &&
+  if (d->disk->enabled && !(given & (1u << AGT_SPEC_DISK)) &&
       j->limits.disk_bytes > d->disk->capacity / 8)
     j->limits.disk_bytes = d->disk->capacity / 8;
   if (for_run && agt_jail_disk_promise(d, j, err) < 0)
@@ -818,7 +823,7 @@ static int load_one(struct agtd_s *d, const char *name, agt_jail_find_fn find_ag
   j->env =
       j->argv ? strv_from_json(json_object_get(o, "env"), "env", AGT_JAIL_ENV_MAX + 16, err) : NULL;
   lim = json_object_get(o, "limits");
-  if (j->env == NULL || limits_from_json(lim, 1, &j->limits, err) < 0 ||
+  if (j->env == NULL || limits_from_json(lim, 1, &j->limits, NULL, err) < 0 ||
       agt_net_policy_from_json(json_object_get(o, "network"), &j->net, err) < 0 ||
       agt_binds_from_record(o, &j->binds, err) < 0) {
     json_decref(o);
