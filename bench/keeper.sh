@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a jail's keeper (guest/keeper.h) costs in memory and in cold start latency: N idle jails (`/bin/probe sleep 600`)
+# What a jail's keeper (guest/keeper/keeper.h) costs in memory and in cold start latency: N idle jails (`/bin/probe sleep 600`)
 # on this tree's agtd, then on BASE_AGTD, an agtd built without keepers (its jails' inits are
 # agtd's children and die with it), each measured by `agt-bench memory --only agtd` (the
 # MemAvailable drop / N and the PSS of agtd's descendants / N: with keepers, the keepers are

@@ -6,7 +6,7 @@
  * thread) moves them to a second loopback connection, whose reader thread counts them.
  * For each method: the wall time and the relay thread's own CPU time (user + system) per
  * GiB.  Methods: read()/write() through a user buffer of 64 KiB, 256 KiB and 1 MiB (what
- * guest/relay.c does, with libuv around it), and splice() through a pipe (no copy through
+ * guest/net/relay.c does, with libuv around it), and splice() through a pipe (no copy through
  * user space).  Every byte is counted at the reader; a short count fails the run. */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -119,7 +119,7 @@ WS=$T/ws
 mkdir "$WS"
 chown "$BENCH_UID:$BENCH_UID" "$WS"
 
-# bwrap gets agtd's own seccomp filter (the driver links guest/jail_seccomp.c).
+# bwrap gets agtd's own seccomp filter (the driver links guest/child/jail_seccomp.c).
 "$DRIVER" seccomp "$T/seccomp.bpf" >"$RES"
 
 COMMON=(--socket "$SOCK" --rootfs "$ROOTFS" --root "$ROOT" --workspace "$WS" --bwrap "$BWRAP"

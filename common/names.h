@@ -14,7 +14,7 @@ int agt_name_check(const char *what, const char *name, agt_error_t *err);
 
 /* An absolute path with no empty, "." or ".." components and no trailing slash, at most
  * 4095 bytes.  This says nothing about symlinks: those are refused when the path is opened
- * (see guest/fsutil.h). */
+ * (see guest/base/fsutil.h). */
 int agt_abspath_check(const char *what, const char *path, agt_error_t *err);
 
 /* An environment variable's name, as agtd accepts it in a jail's env: 1..256 of

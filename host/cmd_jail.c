@@ -747,7 +747,7 @@ static char *rootfs_advice(struct agt_ctx *c, const char *ref)
                                                     : "");
 }
 
-/* The agents agtd has a profile for (guest/jail.c); jail.agent's choices too. */
+/* The agents agtd has a profile for (guest/jail/jail.c); jail.agent's choices too. */
 static const char *const agents[] = {"shell", "opencode"};
 
 static int agent_check(const char *agent, agt_error_t *err)

@@ -308,7 +308,7 @@ int main(int argc, char **argv)
   if (argc > 1)
     name = argv[1];
   if (argc != 2 || fstat(AGT_KEEP_DIR_FD, &st) < 0 || fcntl(AGT_KEEP_PIDFD, F_GETFD) < 0) {
-    fprintf(stderr, "agt-keeper: run by agtd only (see guest/keeper.h)\n");
+    fprintf(stderr, "agt-keeper: run by agtd only (see guest/keeper/keeper.h)\n");
     return 2;
   }
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The jails' disk (guest/disk.h): the jails' writable layers on a file system of their own,
+# The jails' disk (guest/jail/disk.h): the jails' writable layers on a file system of their own,
 # apart from the records and logs; limits that never add up to more than the disk; space
 # freed by jail rm usable when it answers; quotas never turned on on a file system agtd did
 # not make.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Agent homes, lockdown and mounts (guest/home.h, guest/jail_mounts.c): a persistent home
+# Agent homes, lockdown and mounts (guest/jail/home.h, guest/jail/jail_mounts.c): a persistent home
 # outlives its jails and is shared by two at once; an ephemeral one leaves nothing behind;
 # mounts are read-only unless asked, through every mount below them, and bad paths are
 # refused with what and where.

@@ -190,7 +190,7 @@ remove_all_jails() {
 }
 
 # Keepers of this test's jails still running once agtd is gone (a test that failed half-way):
-# each holds its jail's directory (under $STATE) at fd 8 (guest/keeper.h).
+# each holds its jail's directory (under $STATE) at fd 8 (guest/keeper/keeper.h).
 kill_keepers() {
   local p d
   for p in /proc/[0-9]*; do

@@ -170,7 +170,7 @@ is "nothing is left in the jails directory" "$(ls "$STATE/jails" | wc -l)" 0
 is "no mount is left" "$(leftovers)" 0
 is "no cgroup is left" "$(cgroup_dirs)" 0
 
-# The jails' writable layers: a btrfs subvolume with a quota each (guest/disk.c).  Filling the
+# The jails' writable layers: a btrfs subvolume with a quota each (guest/jail/disk.c).  Filling the
 # root stops at the jail's disk limit; what was written stays across a restart of the jail.
 like "agtd keeps the jails' writable layers on btrfs with a quota each" "$(ctl status)" \
   '"limits": true'

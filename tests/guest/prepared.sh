@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared jails (guest/jail_warm.c): jail.run takes one when its rootfs matches, and the
+# Prepared jails (guest/jail/jail_warm.c): jail.run takes one when its rootfs matches, and the
 # jail it becomes is the jail a cold start makes: its user, workspace, hostname, /tmp size,
 # limits and terminal; what cannot be prepared starts cold; nothing is left behind.
 . "$(dirname "$0")/lib.sh"
@@ -93,7 +93,7 @@ like "after the prepared jails were killed, a run still starts (cold)" "$out" \
   "^p6 started in [0-9.]+ ms$"
 check "and agtd prepares new ones" wait_ready
 
-# Realtime starts (guest/start_prio.h): a prepared jail waits SCHED_FIFO, and once its
+# Realtime starts (guest/jail/start_prio.h): a prepared jail waits SCHED_FIFO, and once its
 # agent runs, nothing in the jail is realtime, nothing it forks, and it cannot become so.
 policy() { awk '{ print $(NF - 11) "/" $(NF - 12) }' "/proc/$1/stat"; } # policy/rt_priority
 like "agtd runs starts realtime" "$(ctl status)" '"realtime_starts": true'

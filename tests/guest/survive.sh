@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Jails outlive agtd (guest/keeper.h): with N jails running (100 unless SURVIVE_JAILS says),
+# Jails outlive agtd (guest/keeper/keeper.h): with N jails running (100 unless SURVIVE_JAILS says),
 # agtd is killed with SIGKILL and started again, then stopped and replaced by another copy of
 # its binary (an upgrade).  After each, every jail still runs, its log holds everything it
 # wrote (what it wrote while agtd was away too), attach, exec, stop and rm work, and a jail
@@ -37,7 +37,7 @@ all_files_have() { [ "$(files_have "$1")" = "$N" ]; }
 all_logs_have() { [ "$(logs_have "$1")" = "$N" ]; }
 
 # Each jail names a small disk limit: the running jails' limits together never exceed the
-# jails' disk (guest/disk.h), and $N default ones (an eighth of it each) would.
+# jails' disk (guest/jail/disk.h), and $N default ones (an eighth of it each) would.
 # Each jail says "before", waits for /work/go, says "during", waits for /work/after, says
 # "after", and sleeps.
 warm=0

@@ -368,7 +368,7 @@ is "E15 all $N starts succeeded before and during the attacks" \
 is "E15 the four attacking jails were still running when the measurement ended" "$still" 4
 # The target is reported, and a miss is a TODO rather than a failure: it is a timing on a
 # machine others share, and a slow start is not a jail getting past its limits.  What keeps
-# it (docs/SECURITY.md, Resource attacks): starts run realtime (guest/start_prio.h, with
+# it (docs/SECURITY.md, Resource attacks): starts run realtime (guest/jail/start_prio.h, with
 # --realtime-starts), and the memory hog's OOM kills stay off the serial console (the console
 # loglevel of lima/provision/machine.sh).
 if awk -v a="$during_p99" -v b="$before_p99" 'BEGIN { exit !(a < 2 * b) }'; then
@@ -391,7 +391,7 @@ verdict fds "E15 fd exhauster (32 processes)"
 # Nothing was created on the guest by any attack.
 is "no attack left a file on the guest" "$(ls "$T" | grep -c '^pwned-')" 0
 
-# agtd dies: its jails go on under their keepers (guest/keeper.h), never unsupervised: the
+# agtd dies: its jails go on under their keepers (guest/keeper/keeper.h), never unsupervised: the
 # init's parent is its keeper, and when the keeper dies the jail dies with it
 # (PR_SET_PDEATHSIG on each init).
 ctl jail run --name orphan --rootfs "$R" -- /bin/attack sleep 3600 >/dev/null

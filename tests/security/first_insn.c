@@ -1,6 +1,6 @@
 /* A jail's agent that asks for its scheduling policy at its very first instruction, before
  * any C library start-up (which would take longer than the window it looks for): a prepared
- * jail's start runs SCHED_FIFO until the agent's exec (guest/start_prio.h), and the agent
+ * jail's start runs SCHED_FIFO until the agent's exec (guest/jail/start_prio.h), and the agent
  * must be SCHED_OTHER before its own code runs.  Prints "first POLICY" (SCHED_RESET_ON_FORK
  * masked off) and exits.  No libc: linked with -nostdlib -static, system calls by hand. */
 #if defined(__x86_64__)

@@ -1,4 +1,4 @@
-/* A jail's log on disk (guest/outlog.c): the index of when output was written, read by
+/* A jail's log on disk (guest/keeper/outlog.c): the index of when output was written, read by
  * --since, --until and --timestamps: its records, its bound, rotation with its file, and a
  * record cut short.  The base offsets live in trusted.* xattrs: root only. */
 #include <setjmp.h>
