@@ -19,7 +19,6 @@
 #include "jail_setup.h"
 #include "readbuf.h"
 #include "server.h"
-#include "stream.h"
 #include "xalloc.h"
 
 struct agt_exec_s {

@@ -10,10 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "daemon.h"
-#include "jail.h"
 #include "log.h"
-#include "netns_pool.h"
 #include "relay.h"
 #include "server.h"
 #include "xalloc.h"
@@ -118,8 +115,8 @@ static void connected(uv_connect_t *req, int status)
   agt_relay_start(&p->relay);
 }
 
-int agt_portfwd_open(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, unsigned port,
-                     agt_error_t *err)
+int agt_portfwd_open(const struct agt_portfwd_target *j, struct agt_client_s *c, uint64_t id,
+                     unsigned port, agt_error_t *err)
 {
   struct agt_portfwd_s *r;
   struct sockaddr_in sa;
@@ -139,7 +136,7 @@ int agt_portfwd_open(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, 
   fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     e = errno;
-  if (setns(j->d->netns->home_fd, CLONE_NEWNET) < 0) {
+  if (setns(j->home_netns, CLONE_NEWNET) < 0) {
     fprintf(stderr, "agtd: cannot return to agtd's network namespace: %s\n", strerror(errno));
     abort();
   }
@@ -151,7 +148,7 @@ int agt_portfwd_open(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, 
   r->id = id;
   r->port = port;
   r->name = xstrdup(j->name);
-  uv_tcp_init(j->d->loop, &r->sock);
+  uv_tcp_init(j->loop, &r->sock);
   r->sock.data = r;
   r->connect_req.data = r;
   agt_client_set_mode(c, &portfwd_mode, r);

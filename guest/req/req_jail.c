@@ -14,6 +14,7 @@
 #include "server.h"
 #include "jail_exec.h"
 #include "jail_warm.h"
+#include "netns_pool.h"
 #include "portfwd.h"
 #include "start_prio.h"
 #include "stream.h"
@@ -354,6 +355,7 @@ int agt_req_jail_attach(agt_req_t *req, json_t **result, agt_error_t *err)
  * jail, answered once the jail's side has connected. */
 int agt_req_jail_port(agt_req_t *req, json_t **result, agt_error_t *err)
 {
+  struct agt_portfwd_target target;
   uint64_t port = 0;
   agt_jail_t *j;
 
@@ -366,7 +368,11 @@ int agt_req_jail_port(agt_req_t *req, json_t **result, agt_error_t *err)
   if (j->state != AGT_JAIL_RUNNING)
     return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s", j->name,
                           agt_jail_state_name(j->state));
-  if (agt_portfwd_open(j, req->client, req->id, (unsigned)port, err) < 0)
+  target.loop = j->d->loop;
+  target.name = j->name;
+  target.pid = j->pid;
+  target.home_netns = j->d->netns->home_fd;
+  if (agt_portfwd_open(&target, req->client, req->id, (unsigned)port, err) < 0)
     return -1;
   return 1;
 }

@@ -22,9 +22,6 @@
 struct agt_jail_s;
 struct agt_client_s;
 
-#define AGT_STREAM_HIGH (4u << 20) /* queued bytes at which the jail's output is paused */
-#define AGT_STREAM_LOW (1u << 20)  /* ... and resumed */
-
 enum agt_stream_kind { AGT_STREAM_ATTACH, AGT_STREAM_FOLLOW };
 
 struct agt_stream_s {

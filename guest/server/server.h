@@ -13,6 +13,9 @@
 #include "proto.h"
 
 #define AGT_CLIENT_OUT_MAX (8u << 20) /* queued reply bytes before a client is cut off */
+/* A client that carries a jail's or a command's output: its queue's marks. */
+#define AGT_STREAM_HIGH (4u << 20) /* queued bytes at which the jail's output is paused */
+#define AGT_STREAM_LOW (1u << 20)  /* ... and resumed */
 
 /* A connection that stops carrying requests: a stream of a jail's output (stream.c), a
  * command's output (jail_exec.c), a forwarded port (portfwd.c).  The server calls the mode
