@@ -99,11 +99,20 @@ policy() { awk '{ print $(NF - 11) "/" $(NF - 12) }' "/proc/$1/stat"; } # policy
 like "agtd runs starts realtime" "$(ctl status)" '"realtime_starts": true'
 wait_ready
 w=$(grep -l "/$CG/w-" /proc/[0-9]*/cgroup 2>/dev/null | cut -d/ -f3 | head -1)
-is "a prepared jail waits SCHED_FIFO, priority 2" "$(policy "$w")" 1/2
 CPUCG=/sys/fs/cgroup/cpu/$CG
-if [ -e "$CPUCG/cpu.rt_runtime_us" ]; then
-  wcg=$(find "$CPUCG" -maxdepth 1 -name 'w-*' | head -1)
-  is "with a realtime budget in its cgroup (cgroup v1)" "$(cat "$wcg/cpu.rt_runtime_us")" 20000
+# cgroup v1: the machine's realtime budget is one for all; while other agtds (other test runs
+# on this machine) hold theirs, this agtd cannot take one for its prepared jails, says so, and
+# they wait at normal priority.  Nothing else holds any on CI's machine.
+no_budget=$(grep -o "prepared jails at normal priority (.*)" "$T/agtd.log" | head -1)
+if [ -n "$no_budget" ]; then
+  is "without a realtime budget, a prepared jail waits at normal priority" "$(policy "$w")" 0/0
+  ok "a prepared jail waits SCHED_FIFO, priority 2 # SKIP agtd had no budget: $no_budget"
+else
+  is "a prepared jail waits SCHED_FIFO, priority 2" "$(policy "$w")" 1/2
+  if [ -e "$CPUCG/cpu.rt_runtime_us" ]; then
+    wcg=$(find "$CPUCG" -maxdepth 1 -name 'w-*' | head -1)
+    is "with a realtime budget in its cgroup (cgroup v1)" "$(cat "$wcg/cpu.rt_runtime_us")" 20000
+  fi
 fi
 out=$(ctl jail run --name p7 --rootfs "$R" -- /bin/sh -c   'cut -d" " -f40,41 /proc/self/stat; grep "realtime priority" /proc/self/limits;
    toybox chrt -f 1 true && echo went-realtime; exec probe sleep 100')
