@@ -7,6 +7,9 @@
  *   agt-bench check OPTIONS          the payload's view of itself (uid, caps, seccomp) in both
  *   agt-bench latency OPTIONS        sequential starts, agtd and bwrap alternating
  *   agt-bench memory OPTIONS         --count idle jails of each; MemAvailable drop per jail
+ *   agt-bench idle OPTIONS           --count idle agtd jails, left running (bench/scale.sh)
+ *   agt-bench burst OPTIONS          --count agtd jails started at once from --clients
+ *                                    connections; each start's round trip, then removed
  *
  * bwrap runs as the bench user, the way it is meant to run (not setuid: it makes a user
  * namespace).  The driver keeps root as its effective uid (it talks to agtd, reads other
@@ -57,6 +60,7 @@ enum {
   OPT_GAP,
   OPT_NET,
   OPT_DISK,
+  OPT_CLIENTS,
 };
 
 static const struct agt_opt options[] = {
@@ -75,13 +79,14 @@ static const struct agt_opt options[] = {
     {OPT_ONLY, "only", "TOOL", "latency, memory: run only agtd or only bwrap (both)"},
     {OPT_GAP, "gap-ms", "MS", "latency: pause between starts, not measured (0)"},
     {OPT_DISK, "disk", "BYTES", "agtd's jails: what each may write to its root (agtd's default)"},
+    {OPT_CLIENTS, "clients", "N", "burst: client connections starting jails at once (16)"},
     {OPT_NET, "net", "MODE", "agtd's jails: network mode none, allow or open (agtd's default)"},
     {0, NULL, NULL, NULL},
 };
 
 struct cfg {
   const char *socket, *rootfs_id, *root, *workspace, *bwrap, *seccomp, *only, *net;
-  uint64_t runs, warmup, count, settle_ms, uid, agtd_pid, gap_ms, disk;
+  uint64_t runs, warmup, count, settle_ms, uid, agtd_pid, gap_ms, disk, clients;
 };
 
 static int set_opt(void *ctx, int key, const char *arg, agt_error_t *err)
@@ -131,6 +136,8 @@ static int set_opt(void *ctx, int key, const char *arg, agt_error_t *err)
     return 0;
   case OPT_DISK:
     return agt_parse_u64("--disk", arg, &c->disk, err);
+  case OPT_CLIENTS:
+    return agt_parse_u64("--clients", arg, &c->clients, err);
   default:
     return agt_error_kind(err, AGT_E_INVALID, "unexpected option");
   }
@@ -781,7 +788,7 @@ static int memory_bwrap(const struct cfg *c, size_t count, agt_error_t *err)
   for (; spawned < count; spawned++)
     if (bwrap_spawn(c, idle, -1, &pids[spawned], err) < 0)
       goto out;
-  if (wait_comm("probe", getpid(), count, 0, 120000, err) < 0)
+  if (wait_comm("probe", getpid(), count, 0, 120000 + 100 * (uint64_t)count, err) < 0)
     goto out;
   printf("mem.bwrap.%zu.start_s %.2f\n", count, (double)(now_ns() - t0) / 1e9);
   unsettled += mem_settled(c->settle_ms, &after, &pin1) < 0;
@@ -797,7 +804,7 @@ out:
   /* The driver is a subreaper: whatever the sandboxes leave comes back to it to be reaped. */
   while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
     ;
-  if (wait_comm("probe", getpid(), 0, 1, 60000, err) < 0)
+  if (wait_comm("probe", getpid(), 0, 1, 60000 + 100 * (uint64_t)count, err) < 0)
     ret = -1;
   if (ret == 0)
     printf("mem.bwrap.%zu.cleanup_s %.2f\n", count, (double)(now_ns() - t0) / 1e9);
@@ -827,7 +834,7 @@ static int memory_agtd(const struct cfg *c, size_t count, agt_error_t *err)
     if (agtd_run(&r, c, name, idle, &t, &rtt, NULL, NULL, err) < 0)
       goto out;
   }
-  if (apid && wait_comm("probe", apid, count, 0, 120000, err) < 0)
+  if (apid && wait_comm("probe", apid, count, 0, 120000 + 100 * (uint64_t)count, err) < 0)
     goto out;
   printf("mem.agtd.%zu.start_s %.2f\n", count, (double)(now_ns() - t0) / 1e9);
   unsettled += mem_settled(c->settle_ms, &after, &pin1) < 0;
@@ -850,7 +857,7 @@ out:
       ret = -1; /* the first error is kept: the cause */
   }
   agt_rpc_close(&r);
-  if (apid && wait_comm("probe", apid, 0, 1, 60000, err) < 0)
+  if (apid && wait_comm("probe", apid, 0, 1, 60000 + 100 * (uint64_t)count, err) < 0)
     ret = -1;
   if (ret == 0)
     printf("mem.agtd.%zu.cleanup_s %.2f\n", count, (double)(now_ns() - t0) / 1e9);
@@ -875,9 +882,148 @@ static int mode_memory(const struct cfg *c, agt_error_t *err)
   return memory_agtd(c, (size_t)c->count, err);
 }
 
+/* --count idle jails (bench-idle-I), started one after another and left running: the caller
+ * (bench/scale.sh) measures with them in place and removes them. */
+static int mode_idle(const struct cfg *c, agt_error_t *err)
+{
+  static const char *const idle[] = {"/bin/probe", "sleep", "3600", NULL};
+  pid_t apid = (pid_t)c->agtd_pid;
+  long rss0, rss1;
+  uint64_t t0, t, rtt;
+  agt_rpc_t r;
+  int ret = -1;
+
+  if (c->count == 0 || !c->socket || !c->rootfs_id || !c->workspace)
+    return agt_error_kind(err, AGT_E_INVALID, "need --count, --socket, --rootfs and --workspace");
+  if (agt_rpc_connect_unix(&r, c->socket, err) < 0)
+    return -1;
+  rss0 = apid ? proc_kib(apid, "status", "VmRSS") : -1;
+  printf("idle.agtd_rss_before_kib %ld\n", rss0);
+  printf("idle.memavailable_before_kib %ld\n", meminfo_kib("MemAvailable"));
+  fflush(stdout);
+  t0 = now_ns();
+  for (size_t i = 0; i < c->count; i++) {
+    char name[48];
+    snprintf(name, sizeof name, "bench-idle-%zu", i);
+    if (agtd_run(&r, c, name, idle, &t, &rtt, NULL, NULL, err) < 0) {
+      printf("idle.started %zu\n", i);
+      goto out;
+    }
+  }
+  printf("idle.started %zu\n", (size_t)c->count);
+  if (apid && wait_comm("probe", apid, c->count, 0, 300000, err) < 0)
+    goto out;
+  printf("idle.start_s %.2f\n", (double)(now_ns() - t0) / 1e9);
+  rss1 = apid ? proc_kib(apid, "status", "VmRSS") : -1;
+  printf("idle.agtd_rss_after_kib %ld\n", rss1);
+  printf("idle.memavailable_after_kib %ld\n", meminfo_kib("MemAvailable"));
+  ret = 0;
+out:
+  agt_rpc_close(&r);
+  return ret;
+}
+
+/* --count jails started at once: --clients processes, each with its own connection to agtd,
+ * released together, start jails bench-burst-I (I = client, client + clients, ...) running
+ * `probe sleep`; each start's round trip (request -> exec confirmed) goes back over a pipe.
+ * Then every jail is removed. */
+static int mode_burst(const struct cfg *c, agt_error_t *err)
+{
+  static const char *const idle[] = {"/bin/probe", "sleep", "3600", NULL};
+  size_t clients = c->clients ? (size_t)c->clients : 16, n = (size_t)c->count, got = 0;
+  cleanup_free pid_t *kids = xzalloc(clients * sizeof *kids);
+  int go[2] = {-1, -1}, res[2] = {-1, -1}, ret = -1, failed = 0;
+  struct series s;
+  uint64_t t0 = 0;
+  agt_rpc_t r;
+
+  if (n == 0 || !c->socket || !c->rootfs_id || !c->workspace)
+    return agt_error_kind(err, AGT_E_INVALID, "need --count, --socket, --rootfs and --workspace");
+  if (pipe(go) < 0 || pipe(res) < 0)
+    return agt_error_make(err, errno, "pipe");
+  series_init(&s, "burst.rtt_ms", n);
+  fflush(stdout);
+  for (size_t k = 0; k < clients; k++) {
+    kids[k] = fork();
+    if (kids[k] < 0) {
+      agt_error_make(err, errno, "fork");
+      goto out;
+    }
+    if (kids[k] == 0) {
+      agt_rpc_t cr;
+      agt_error_t e = NULL;
+      char b;
+      close(go[1]);
+      close(res[0]);
+      if (agt_rpc_connect_unix(&cr, c->socket, &e) < 0)
+        _exit(3);
+      if (read(go[0], &b, 1) != 0) /* released when the parent closes its end */
+        _exit(3);
+      for (size_t i = k; i < n; i += clients) {
+        char name[48];
+        uint64_t t, rtt;
+        double ms;
+        snprintf(name, sizeof name, "bench-burst-%zu", i);
+        if (agtd_run(&cr, c, name, idle, &t, &rtt, NULL, NULL, &e) < 0) {
+          fprintf(stderr, "agt-bench: burst: %s\n", e->msg);
+          _exit(4);
+        }
+        ms = (double)rtt / 1e6;
+        if (write(res[1], &ms, sizeof ms) != (ssize_t)sizeof ms)
+          _exit(5);
+      }
+      agt_rpc_close(&cr);
+      _exit(0);
+    }
+  }
+  close(res[1]);
+  res[1] = -1;
+  sleep_ms(500); /* every client connected (a late one only starts later: the figure shows it) */
+  t0 = now_ns();
+  close(go[1]);
+  go[1] = -1;
+  for (double ms; got < n && read(res[0], &ms, sizeof ms) == (ssize_t)sizeof ms; got++)
+    s.v[s.n++] = ms;
+  printf("burst.wall_s %.2f\n", (double)(now_ns() - t0) / 1e9);
+  printf("burst.started %zu\n", got);
+  printf("burst.clients %zu\n", clients);
+  series_print(&s);
+  ret = 0;
+out:
+  if (go[1] >= 0)
+    close(go[1]);
+  for (size_t k = 0; k < clients; k++) {
+    int st;
+    if (kids[k] <= 0)
+      continue;
+    if (waitpid(kids[k], &st, 0) == kids[k] && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+      failed++;
+  }
+  if (failed && ret == 0)
+    ret =
+        agt_error_kind(err, AGT_E_INTERNAL, "burst: %d of %zu clients failed (%zu of %zu started)",
+                       failed, clients, got, n);
+  if (agt_rpc_connect_unix(&r, c->socket, err) == 0) {
+    for (size_t i = 0; i < got; i++) {
+      char name[48];
+      snprintf(name, sizeof name, "bench-burst-%zu", i);
+      agt_error_t e = NULL;
+      if (agtd_simple(&r, "jail.rm", name, 1, NULL, &e) < 0) {
+        fprintf(stderr, "agt-bench: burst: %s\n", e->msg);
+        agt_error_release(&e);
+      }
+    }
+    agt_rpc_close(&r);
+  }
+  close(res[0]);
+  close(go[0]);
+  free(s.v);
+  return ret;
+}
+
 int main(int argc, char **argv)
 {
-  static const char usage[] = "agt-bench seccomp FILE | check|latency|memory [OPTIONS]";
+  static const char usage[] = "agt-bench seccomp FILE | check|latency|memory|idle|burst [OPTIONS]";
   struct cfg c = {.bwrap = "/usr/bin/bwrap",
                   .runs = 200,
                   .warmup = 20,
@@ -907,6 +1053,10 @@ int main(int argc, char **argv)
       r = mode_latency(&c, &err);
     else if (strcmp(mode, "memory") == 0)
       r = mode_memory(&c, &err);
+    else if (strcmp(mode, "idle") == 0)
+      r = mode_idle(&c, &err);
+    else if (strcmp(mode, "burst") == 0)
+      r = mode_burst(&c, &err);
     else
       r = agt_error_kind(&err, AGT_E_INVALID, "unknown mode '%s' (usage: %s)", mode, usage);
   }

@@ -7,12 +7,15 @@
 #   1. jail start latency: sequential starts of a payload that prints CLOCK_MONOTONIC, agtd
 #      and bwrap alternating;
 #   2. memory per idle jail: N jails of each running `probe sleep 600`, MemAvailable drop / N.
-# and this script prints one table with both tools side by side.
+# and this script prints one table with both tools side by side; then bench/proxy.sh,
+# bench/ssh.sh, bench/scale.sh and bench/memparts.sh.
 #
 # Needs root and Linux.  Environment knobs (defaults in parentheses):
 #   BUILD          the meson build directory (build)
 #   BENCH_RUNS     measured starts per tool (200)      BENCH_WARMUP  unmeasured starts first (20)
-#   BENCH_COUNTS   jail counts for the memory test ("100 500")
+#   BENCH_COUNTS   jail counts for the memory test ("100 1000"; up to 1000)
+#   BENCH_DISK     each agtd jail's disk limit in bytes (16 MiB, the least agtd takes: the
+#                  default, an eighth of the jails' disk, lets only 8 jails run at once)
 #   BENCH_UID      the non-root user both run the payload as (1000)
 #   BENCH_SETTLE_MS  wait before each memory reading, which then waits until steady (1000)
 #   BENCH_SOLO_RUNS  diagnostic passes: agtd alone, back-to-back and 50 ms apart (100 each)
@@ -28,7 +31,8 @@ STAMP=$BUILD/bench/stamp
 DRIVER=$BUILD/bench/agt-bench
 RUNS=${BENCH_RUNS:-200}
 WARMUP=${BENCH_WARMUP:-20}
-COUNTS=${BENCH_COUNTS:-100 500}
+COUNTS=${BENCH_COUNTS:-100 1000}
+DISK=${BENCH_DISK:-16777216}
 BENCH_UID=${BENCH_UID:-1000}
 SETTLE_MS=${BENCH_SETTLE_MS:-1000}
 SOLO_RUNS=${BENCH_SOLO_RUNS:-100}
@@ -89,7 +93,7 @@ ctl() { "$AGTD" ctl -s "$SOCK" "$@"; }
 
 # ---- agtd, as the guest tests run it ----
 "$AGTD" serve --socket "$SOCK" --state-dir "$STATE" --cgroup "$CG" --workspace-root "$T" \
-  --max-jails 1000 >>"$T/agtd.log" 2>&1 &
+  --max-jails 1100 >>"$T/agtd.log" 2>&1 &
 AGTD_PID=$!
 for _ in $(seq 1 200); do
   ctl hello >/dev/null 2>&1 && break
@@ -133,8 +137,12 @@ echo "bench: start latency, agtd alone, $SOLO_RUNS starts back-to-back and 50 ms
 "$DRIVER" latency "${COMMON[@]}" --only agtd --runs "$SOLO_RUNS" --warmup 5 >"$T/solo"
 "$DRIVER" latency "${COMMON[@]}" --only agtd --runs "$SOLO_RUNS" --warmup 5 --gap-ms 50 >"$T/spaced"
 for n in $COUNTS; do
+  case $n in '' | *[!0-9]* | 0) die "BENCH_COUNTS: '$n' is not a count of jails (1..1000)" ;; esac
+  [ "$n" -le 1000 ] || die "BENCH_COUNTS: $n is more than agtd's --max-jails here (1000)"
+done
+for n in $COUNTS; do
   echo "bench: memory, $n idle jails each" >&2
-  "$DRIVER" memory "${COMMON[@]}" --count "$n" --settle-ms "$SETTLE_MS" >>"$RES"
+  "$DRIVER" memory "${COMMON[@]}" --count "$n" --settle-ms "$SETTLE_MS" --disk "$DISK" >>"$RES"
 done
 AGTD_RSS_END=$(awk '/^VmRSS:/ {print $2}' "/proc/$AGTD_PID/status")
 
@@ -259,3 +267,10 @@ BUILD=$BUILD bash "$SRCDIR/bench/proxy.sh"
 # 4. agt over SSH: `agt jail ls` against `ssh HOST true`, and a request over an open
 #    connection (bench/ssh.sh).
 BUILD=$BUILD bash "$SRCDIR/bench/ssh.sh"
+
+# 5. Scale: 1000 idle jails and `agt jail ls` among them, then 100 starts at once from 16
+#    clients (bench/scale.sh).
+BUILD=$BUILD bash "$SRCDIR/bench/scale.sh"
+
+# 6. Where an idle jail's memory goes: one part at a time (bench/memparts.sh).
+BUILD=$BUILD bash "$SRCDIR/bench/memparts.sh"
