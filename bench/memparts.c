@@ -112,7 +112,7 @@ int main(int argc, char **argv)
 {
   const char *mode = argc > 2 ? argv[1] : "";
   long n = argc > 2 ? strtol(argv[2], NULL, 10) : 0;
-  int *fds, unsettled = 0, orig_mnt = -1, orig_root = -1;
+  int *fds, unsettled = 0, orig_mnt = -1, orig_root = -1, self = -1;
   pid_t *pids;
   struct reading r0, r1;
   char path[4096];
@@ -143,8 +143,10 @@ int main(int argc, char **argv)
   } else if (strcmp(mode, "mntns") == 0) {
     orig_mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
     orig_root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (orig_mnt < 0 || orig_root < 0)
-      die("open /proc/self/ns/mnt or /");
+    /* /proc/<pid> of this process: no /proc inside the new root, this one stays reachable */
+    self = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (orig_mnt < 0 || orig_root < 0 || self < 0)
+      die("open /proc/self/ns/mnt, / or /proc/self");
     for (long i = 0; i < n; i++) {
       char up[4096], wk[4096], mg[4096], opts[12288];
       snprintf(up, sizeof up, "%s/%ld.u", argv[4], i);
@@ -165,7 +167,7 @@ int main(int argc, char **argv)
         die("pivot_root");
       if (umount2(".", MNT_DETACH) < 0)
         die("detach the old root");
-      if ((fds[i] = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC)) < 0)
+      if ((fds[i] = openat(self, "ns/mnt", O_RDONLY | O_CLOEXEC)) < 0)
         die("open the new mntns");
       if (setns(orig_mnt, CLONE_NEWNS) < 0 || fchdir(orig_root) < 0 || chroot(".") < 0)
         die("back to the original mount namespace");
