@@ -257,6 +257,19 @@ static int frame(struct session *ss, json_t *msg, agt_error_t *err)
   return 0; /* a frame of a later protocol: not for us */
 }
 
+/* exec -i: the command may end before its input does (it read what it wanted), and agtd
+ * then closes the connection while agt still sends.  That is not an error: the input stops,
+ * and the stream's end, already on its way, says how the command ended. */
+static void pipe_send(struct session *ss, json_t *m)
+{
+  agt_error_t e = NULL;
+
+  if (send_msg(ss->s, m, &e) < 0) {
+    agt_error_release(&e);
+    ss->in_open = 0;
+  }
+}
+
 static int loop(struct session *ss, agt_error_t *err)
 {
   struct agt_stream *s = ss->s;
@@ -280,7 +293,7 @@ static int loop(struct session *ss, agt_error_t *err)
     }
     pf[n].fd = s->rpc->fd;
     pf[n++].events = POLLIN;
-    if ((s->interactive || s->watch_keys) && ss->in_open) {
+    if ((s->interactive || s->watch_keys || s->pipe_in) && ss->in_open) {
       in_i = (int)n;
       pf[n].fd = 0;
       pf[n++].events = POLLIN;
@@ -306,7 +319,13 @@ static int loop(struct session *ss, agt_error_t *err)
           resize = 1;
           continue;
         }
-        /* SIGTERM, SIGHUP, SIGINT: leave the jail running, as the detach keys do */
+        /* SIGTERM, SIGHUP, SIGINT: leave the jail running, as the detach keys do; a
+         * command (exec) ends with agt, as over ssh */
+        if (!s->attach) {
+          s->end = AGT_STREAM_INTERRUPTED;
+          s->signal = sigs[i];
+          return 0;
+        }
         s->end = AGT_STREAM_DETACHED;
         return send_msg(s, json_pack("{s:b}", "detach", 1), err) < 0 ? -1 : 0;
       }
@@ -330,6 +349,13 @@ static int loop(struct session *ss, agt_error_t *err)
         continue;
       if (m <= 0) {
         ss->in_open = 0; /* stdin closed: go on showing output */
+        if (s->pipe_in)
+          pipe_send(ss, json_pack("{s:b}", "eof", 1));
+        continue;
+      }
+      if (s->pipe_in) {
+        cleanup_free char *b64 = agt_base64_encode(in, (size_t)m);
+        pipe_send(ss, json_pack("{s:s}", "in", b64));
         continue;
       }
       k = keys_in(ss, in, (size_t)m, err);
@@ -354,6 +380,7 @@ int agt_stream_run(struct agt_stream *s, agt_error_t *err)
   s->closed = 0;
   s->exit_code = 0;
   s->end = AGT_STREAM_EXITED;
+  s->signal = 0;
   agt_termmodes_init(&ss.modes);
   fflush(stdout);
   if (s->interactive || s->watch_keys || s->attach)

@@ -31,8 +31,9 @@ struct agt_detach_keys {
 int agt_detach_keys_parse(const char *spec, struct agt_detach_keys *keys, agt_error_t *err);
 
 enum agt_stream_end {
-  AGT_STREAM_EXITED,   /* the jail (or the exec'd command) ended: exit_code */
-  AGT_STREAM_DETACHED, /* the user typed the detach keys, or agt was told to stop */
+  AGT_STREAM_EXITED,      /* the jail (or the exec'd command) ended: exit_code */
+  AGT_STREAM_DETACHED,    /* the user typed the detach keys, or agt was told to stop */
+  AGT_STREAM_INTERRUPTED, /* not attached (an exec on a terminal): SIGTERM or SIGHUP came */
 };
 
 struct agt_stream {
@@ -42,6 +43,8 @@ struct agt_stream {
   int interactive;
   /* read-only on a terminal: raw mode, the detach keys work, nothing is sent */
   int watch_keys;
+  /* stdin is not a terminal: its bytes go as they are, and its end as {"eof"} (exec -i) */
+  int pipe_in;
   /* attached to a jail: SIGINT, SIGTERM and SIGHUP detach (from a terminal in raw mode only
    * the last two can come) */
   int attach;
@@ -50,6 +53,7 @@ struct agt_stream {
   /* what happened */
   enum agt_stream_end end;
   int exit_code;
+  int signal;    /* AGT_STREAM_INTERRUPTED: which */
   uint64_t next; /* the log offset after the last output received (follow streams) */
   int have_next;
   int closed; /* the connection ended without an exit frame (the error says so) */

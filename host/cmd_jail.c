@@ -1395,18 +1395,38 @@ static int jail_attach(struct agt_ctx *c, int argc, char **argv, agt_error_t *er
 
 /* exec */
 
+struct exec_opts {
+  int in, tty;
+  const char *keys;
+};
+
+static const struct agt_opt exec_opts[] = {
+    AGT_OPT_BOOL('i', "interactive", struct exec_opts, in,
+                 "give the command this stdin (a terminal's keys with -t; else its bytes, and its "
+                 "end)"),
+    AGT_OPT_BOOL('t', "tty", struct exec_opts, tty,
+                 "run the command on a terminal of the jail: this one's keys, window size and "
+                 "detach keys (stdin must be a terminal)"),
+    AGT_OPT_STRING(0, "detach-keys", "KEYS", struct exec_opts, keys,
+                   "with -t: keys that leave the command running (jail.detach_keys: "
+                   "ctrl-],ctrl-])"),
+    AGT_OPT_END,
+};
+
 static const struct agt_cmd_help exec_help = {
-    "agt jail exec NAME [--] COMMAND [ARGS...]",
+    "agt jail exec [-i] [-t] [--detach-keys KEYS] NAME [--] COMMAND [ARGS...]",
     "Run another command in a running jail (its namespaces, user, limits and environment, in "
-    "/work, stdin /dev/null); prints its output and exits with its exit code.",
-    NULL};
+    "/work; stdin /dev/null without -i); prints its output and exits with its exit code.",
+    exec_opts};
 
 static int jail_exec(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
+  struct exec_opts o = {0, 0, NULL};
+  struct agt_detach_keys keys;
   struct agt_stream s;
   const char *name;
-  json_t *res, *a;
-  int i = agt_cmd_opts(argc, argv, &exec_help, NULL, NULL, err);
+  json_t *res, *a, *params;
+  int i = agt_cmd_opts(argc, argv, &exec_help, NULL, &o, err);
 
   if (i < 0)
     return i == -2 ? 0 : -1;
@@ -1417,16 +1437,45 @@ static int jail_exec(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     i++;
   if (i >= argc)
     return agt_error_kind(err, AGT_E_INVALID, "usage: %s", exec_help.usage);
+  if (o.tty && !isatty(0))
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "-t: stdin is not a terminal (the input device is not a TTY); to "
+                          "give the command a pipe or a file, use -i alone");
+  if (o.keys == NULL)
+    o.keys = agt_config_get(&c->cfg, AGT_CFG_JAIL_DETACH_KEYS);
+  if (agt_detach_keys_parse(o.keys, &keys, err) < 0)
+    return -1;
   a = json_array();
   for (; i < argc; i++)
     json_array_append_new(a, json_string(argv[i]));
-  if (call(c, "jail.exec", json_pack("{s:s, s:o}", "name", name, "argv", a), &res, err) < 0)
+  params = json_pack("{s:s, s:o}", "name", name, "argv", a);
+  if (o.in)
+    json_object_set_new(params, "stdin", json_true());
+  if (o.tty) {
+    unsigned rows, cols;
+    json_object_set_new(params, "tty", json_true());
+    if (agt_term_size(0, &rows, &cols) == 0)
+      json_object_set_new(params, "size", json_pack("[i,i]", (int)rows, (int)cols));
+  }
+  if (call(c, "jail.exec", params, &res, err) < 0)
     return -1;
   json_decref(res);
   memset(&s, 0, sizeof s);
   s.rpc = &c->target.rpc;
+  s.interactive = o.tty && o.in; /* raw mode, keys, resizes */
+  s.watch_keys = o.tty && !o.in; /* raw mode and the detach keys; nothing typed is sent */
+  s.pipe_in = o.in && !o.tty;
+  s.keys = &keys;
   if (agt_stream_run(&s, err) < 0)
     return stream_failed(c, &s, err);
+  if (s.end == AGT_STREAM_DETACHED) {
+    fprintf(stderr, "\r\n[detached from the command in %s; it keeps running]\r\n", name);
+    return 0;
+  }
+  if (s.end == AGT_STREAM_INTERRUPTED) { /* the connection's end kills the command */
+    c->exit_code = 128 + s.signal;
+    return 0;
+  }
   c->exit_code = s.exit_code;
   return 0;
 }

@@ -563,7 +563,12 @@ __attribute__((noreturn)) static void exec_agent(const struct agt_spawn_plan *p)
   sigset_t none;
   int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
-  if (p->fds[5] >= 0) {
+  if (p->stdin_pipe) {
+    /* jail.exec -i: stdin from agtd's pipe */
+    if (dup2(AGT_CHILD_CONSOLE_FD, 0) < 0 || dup2(AGT_CHILD_OUT_FD, 1) < 0 ||
+        dup2(AGT_CHILD_ERR_FD, 2) < 0)
+      fail("set up the command's stdio", "", errno);
+  } else if (p->fds[5] >= 0) {
     /* On its terminal: a session of its own with the terminal as controlling tty. */
     if (setsid() < 0 || ioctl(AGT_CHILD_OUT_FD, TIOCSCTTY, 0) < 0 ||
         dup2(AGT_CHILD_OUT_FD, 0) < 0 || dup2(AGT_CHILD_OUT_FD, 1) < 0 ||
@@ -993,5 +998,8 @@ void agt_jail_exec_child(const struct agt_spawn_plan *p)
   set_title("agt-exec");
   if (setsid() < 0)
     fail("setsid", "", errno);
+  /* jail.exec -t: a terminal from the jail's devpts, as the jail's own */
+  if (p->fds[5] >= 0 && !p->stdin_pipe)
+    setup_terminal(p);
   confine_and_run(p);
 }

@@ -85,6 +85,8 @@ struct agt_spawn_plan {
   uid_t uid;
   gid_t gid;
   unsigned short rows, cols; /* the terminal's first size */
+  int stdin_pipe;            /* jail.exec with stdin and no terminal: fds[5] is the read end of the
+                                command's stdin, not a console socket */
   uint64_t nofile;
   int cap_last;
   const struct sock_fprog *seccomp;
