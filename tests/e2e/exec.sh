@@ -46,7 +46,11 @@ wait_until() {
   for _ in $(seq 1 "$n"); do "$@" && return 0; sleep 0.1; done
   return 1
 }
-wait_for() { wait_until 15 shows "$1" "$2"; }
+wait_for() { # SESSION REGEX; on a failure the screen, for the log
+  wait_until 15 shows "$1" "$2" && return 0
+  screen "$1" | sed 's/^/#   screen: /'
+  return 1
+}
 
 run agt -q up
 [ "$RC" = 0 ] || bail "agt up: $ERR"
@@ -73,6 +77,9 @@ is "-t without a terminal: a usage error" "$RC" 2
 like "saying why, and what to use" "$ERR" "^agt: -t: stdin is not a terminal .*use -i alone"
 
 # --- -it: a terminal of the jail
+# a session that lasts, so that killing one of the others never ends the tmux server while
+# the next new-session talks to it
+$TM new-session -d -s keep 'sleep 600'
 $TM new-session -d -s one -x 100 -y 30 -c "$T/projects/app" \
   "$T/agt jail exec -it ex /bin/sh; echo EXITED rc=\$?; sleep 60"
 check "agt jail exec -it: a shell on a terminal" wait_for one '^/work \$ ?$'
@@ -88,6 +95,8 @@ check "a resize reaches it (40 120)" wait_for one '^40 120$'
 $TM send-keys -t one 'cat' Enter
 sleep 0.3
 $TM send-keys -t one C-c
+# the next line only at the new prompt: the ^C flushes what is typed before it
+check "ctrl-c ends cat: a new prompt" wait_for one '^jail\$ ?$'
 $TM send-keys -t one 'echo after-ctrl-c' Enter
 check "ctrl-c goes to the command (cat ends), not to agt" wait_for one '^after-ctrl-c$'
 $TM send-keys -t one 'exit 5' Enter
