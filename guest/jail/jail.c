@@ -491,12 +491,73 @@ static int parse_size(json_t *params, agt_jail_t *j, agt_error_t *err)
   return 0;
 }
 
+/* "layers": rootfs refs stacked over the base, top first (an agent's package over the Node.js
+ * runtime).  Each is resolved now: the jail keeps these builds whatever is built later. */
+static int resolve_layers(struct agtd_s *d, agt_jail_t *j, json_t *v, agt_error_t *err)
+{
+  size_t i, n;
+  json_t *ref;
+
+  if (v == NULL)
+    return 0;
+  if (!json_is_array(v) || json_array_size(v) > AGT_JAIL_LAYERS_MAX)
+    return agt_error_kind(err, AGT_E_INVALID, "'layers' must be a list of at most %d rootfs refs",
+                          AGT_JAIL_LAYERS_MAX);
+  n = json_array_size(v);
+  if (n == 0)
+    return 0;
+  j->layer_ids = xzalloc((n + 1) * sizeof *j->layer_ids);
+  j->layer_paths = xzalloc((n + 1) * sizeof *j->layer_paths);
+  json_array_foreach(v, i, ref)
+  {
+    json_t *info = NULL;
+    if (!json_is_string(ref))
+      return agt_error_kind(err, AGT_E_INVALID, "'layers'[%zu] must be a string", i);
+    if (agtd_rootfs_resolve(d, json_string_value(ref), &info, err) < 0)
+      return agt_error_wrap(err, "layer '%s'", json_string_value(ref));
+    j->layer_ids[i] = xstrdup(json_string_value(json_object_get(info, "id")));
+    j->layer_paths[i] = xstrdup(json_string_value(json_object_get(info, "path")));
+    json_decref(info);
+  }
+  return 0;
+}
+
+int agt_jail_uses_rootfs(const agt_jail_t *j, const char *id)
+{
+  if (strcmp(j->rootfs_id, id) == 0)
+    return 1;
+  for (char **l = j->layer_ids; l && *l; l++)
+    if (strcmp(*l, id) == 0)
+      return 1;
+  return 0;
+}
+
+/* Whether an environment entry NAME=VALUE is one of the jail's secrets (kept in memory only). */
+static int is_secret(const agt_jail_t *j, const char *entry)
+{
+  size_t n = strcspn(entry, "=");
+
+  for (char **s = j->secrets; s && *s; s++)
+    if (strlen(*s) == n && strncmp(*s, entry, n) == 0)
+      return 1;
+  return 0;
+}
+
+static json_t *strv_json(char **v)
+{
+  json_t *a = json_array();
+
+  for (; v && *v; v++)
+    json_array_append_new(a, json_string(*v));
+  return a;
+}
+
 static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_prepared *prepared,
                        agt_jail_t **out, agt_error_t *err)
 {
-  static const char *const known[] = {"name", "agent",    "rootfs",  "workspace", "argv", "args",
-                                      "env",  "limits",   "network", "tty",       "size", "home",
-                                      "user", "lockdown", "mounts",  NULL};
+  static const char *const known[] = {"name", "agent",    "rootfs",  "workspace", "argv",    "args",
+                                      "env",  "limits",   "network", "tty",       "size",    "home",
+                                      "user", "lockdown", "mounts",  "layers",    "secrets", NULL};
   const char *name = NULL, *agent = "shell", *rootfs = "default", *ws = NULL;
   json_t *info = NULL;
   agt_jail_t *j = NULL;
@@ -588,6 +649,11 @@ static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_p
   j->env = env_build(json_object_get(params, "env"), j->net.mode == AGT_NET_ALLOW, err);
   if (j->env == NULL)
     goto fail;
+  if (json_object_get(params, "secrets")) {
+    j->secrets = strv_from_json(json_object_get(params, "secrets"), "secrets", 64, err);
+    if (j->secrets == NULL)
+      goto fail;
+  }
   if (limits_from_json(json_object_get(params, "limits"), 0, &j->limits, &given, err) < 0)
     goto fail;
   /* The rootfs last: every cheaper check has passed. */
@@ -598,6 +664,8 @@ static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_p
   j->rootfs_id = xstrdup(json_string_value(json_object_get(info, "id")));
   j->rootfs_path = xstrdup(json_string_value(json_object_get(info, "path")));
   json_decref(info);
+  if (resolve_layers(d, j, json_object_get(params, "layers"), err) < 0)
+    goto fail;
 
   /* The jail user: the workspace's owner when that is not root (jails sharing a project
    * share its owner), else a uid of the jail's own. */
@@ -633,7 +701,7 @@ static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_p
     j->limits.disk_bytes = d->disk->capacity / 8;
   if (for_run && agt_jail_disk_promise(d, j, err) < 0)
     goto fail;
-  if (for_run)
+  if (for_run && j->layer_ids == NULL) /* prepared jails stand on the base alone */
     j->warm = prepared->take(j);
   if (j->warm == NULL) {
     if (mkdir(j->dir, 0700) < 0) {
@@ -730,6 +798,8 @@ json_t *agt_jail_to_json(agt_jail_t *j, int full)
                         (json_int_t)j->created, "runs", (json_int_t)j->runs);
 
   json_object_set_new(o, "workspace", json_string(j->workspace));
+  if (j->layer_ids)
+    json_object_set_new(o, "layers", strv_json(j->layer_ids));
   json_object_set_new(o, "tty", json_boolean(j->tty));
   json_object_set_new(o, "attached", json_integer((json_int_t)j->nstreams));
   json_object_set_new(o, "refused", json_integer((json_int_t)agt_netlog_blocked(j->net_log_path)));
@@ -766,6 +836,8 @@ json_t *agt_jail_to_json(agt_jail_t *j, int full)
     json_object_set_new(o, "uid", json_integer(j->uid));
     json_object_set_new(o, "gid", json_integer(j->gid));
     json_object_set_new(o, "rootfs_path", json_string(j->rootfs_path));
+    if (j->layer_paths)
+      json_object_set_new(o, "layer_paths", strv_json(j->layer_paths));
     json_object_set_new(o, "dir", json_string(j->dir));
     agt_binds_to_json(&j->binds, o);
     json_object_set_new(o, "log_bytes",
@@ -785,9 +857,12 @@ int agt_jail_save(agt_jail_t *j, agt_error_t *err)
   for (char **a = j->argv; a && *a; a++)
     json_array_append_new(argv, json_string(*a));
   for (char **e = j->env; e && *e; e++)
-    json_array_append_new(env, json_string(*e));
+    if (!is_secret(j, *e)) /* secrets stay in memory: a restarted agtd runs it without them */
+      json_array_append_new(env, json_string(*e));
   json_object_set_new(o, "argv", argv);
   json_object_set_new(o, "env", env);
+  if (j->layer_paths)
+    json_object_set_new(o, "layer_paths", strv_json(j->layer_paths));
   json_object_set_new(o, "limits", limits_to_json(&j->limits));
   json_object_set_new(o, "network", agt_net_policy_to_json(&j->net));
   json_object_set_new(o, "uid", json_integer(j->uid));
@@ -817,6 +892,18 @@ static int load_one(struct agtd_s *d, const char *name, agt_jail_find_fn find_ag
   j->agent = xstrdup(json_string_value(json_object_get(o, "agent")) ?: "shell");
   j->rootfs_id = xstrdup(json_string_value(json_object_get(o, "rootfs")) ?: "");
   j->rootfs_path = xstrdup(json_string_value(json_object_get(o, "rootfs_path")) ?: "");
+  if (json_array_size(json_object_get(o, "layers")) > 0 &&
+      json_array_size(json_object_get(o, "layers")) ==
+          json_array_size(json_object_get(o, "layer_paths"))) {
+    j->layer_ids = strv_from_json(json_object_get(o, "layers"), "layers", AGT_JAIL_LAYERS_MAX, err);
+    j->layer_paths =
+        strv_from_json(json_object_get(o, "layer_paths"), "layer_paths", AGT_JAIL_LAYERS_MAX, err);
+    if (j->layer_ids == NULL || j->layer_paths == NULL) {
+      json_decref(o);
+      agt_jail_free(j);
+      return agt_error_wrap(err, "%s", path);
+    }
+  }
   j->workspace = xstrdup(json_string_value(json_object_get(o, "workspace")) ?: "");
   j->workspace_owned = json_is_true(json_object_get(o, "workspace_owned"));
   j->argv = strv_from_json(json_object_get(o, "argv"), "argv", AGT_JAIL_ARGV_MAX, err);
@@ -929,6 +1016,9 @@ void agt_jail_free_now(agt_jail_t *j)
   free(j->agent);
   free(j->rootfs_id);
   free(j->rootfs_path);
+  agt_strv_free(j->layer_ids);
+  agt_strv_free(j->layer_paths);
+  agt_strv_free(j->secrets);
   free(j->workspace);
   agt_strv_free(j->argv);
   agt_strv_free(j->env);

@@ -48,6 +48,7 @@ struct agt_jail_limits {
 #define AGT_JAIL_DEFAULT_LOG (agt_jail_spec_keys[AGT_SPEC_LOG].def)
 #define AGT_JAIL_ARGV_MAX 256
 #define AGT_JAIL_ENV_MAX 256
+#define AGT_JAIL_LAYERS_MAX 8
 #define AGT_JAIL_STR_MAX 4096
 #define AGT_JAIL_MOUNTS_MAX 32
 #define AGT_SCREEN_MAX (64u * 1024) /* recent terminal output replayed on attach */
@@ -60,7 +61,10 @@ struct agt_jail_s {
   char *name;
   char *agent; /* label, e.g. "opencode" or "shell" */
   char *rootfs_id;
-  char *rootfs_path;   /* the lower layer */
+  char *rootfs_path;   /* the lowest layer (the base rootfs) */
+  char **layer_ids;    /* layers stacked over it, top first (agent, runtime); NULL: none */
+  char **layer_paths;  /* their trees, in the same order */
+  char **secrets;      /* names of env entries kept in memory only, never in jail.json */
   char *workspace;     /* bound read-write at /work */
   int workspace_owned; /* agtd created it under <state>/workspaces and removes it with the jail */
   char **argv;
@@ -189,6 +193,8 @@ void agt_jail_free_now(agt_jail_t *j);
 
 /* Run (jail_spawn.c). */
 int agt_jail_start(agt_jail_t *j, agt_error_t *err);
+/* Whether the jail stands on the rootfs build id (as its base or one of its layers). */
+int agt_jail_uses_rootfs(const agt_jail_t *j, const char *id);
 /* Write the jail user's passwd, group and home into the upper layer. */
 int agt_jail_write_identity(agt_jail_t *j, agt_error_t *err);
 /* The jail user's /etc/passwd and /etc/group; newly allocated. */

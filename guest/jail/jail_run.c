@@ -67,19 +67,31 @@ int agt_jail_start_egress(agt_jail_t *j, int netns, pid_t pid, agt_error_t *err)
 }
 
 /* Paths relative to the jail's directory (the child mounts from there), so the jail's mount
- * table does not spell out where the guest keeps its rootfs store. */
-void agt_jail_overlay_opts(struct agtd_s *d, const char *lower, const char *dir, char *buf,
-                           size_t size)
+ * table does not spell out where the guest keeps its rootfs store.  layers (top first, NULL
+ * or NULL-terminated) stack over lower, the base rootfs. */
+void agt_jail_overlay_opts(struct agtd_s *d, char *const *layers, const char *lower,
+                           const char *dir, char *buf, size_t size)
 {
-  size_t n = strlen(d->rootfs_dir);
+  size_t n = strlen(d->rootfs_dir), used = 0;
+  int rel = strncmp(dir, d->jails_dir, strlen(d->jails_dir)) == 0 &&
+            strcmp(d->jails_dir + strlen(d->cfg.state_dir), "/jails") == 0 &&
+            strcmp(d->rootfs_dir + strlen(d->cfg.state_dir), "/rootfs") == 0;
 
-  if (strncmp(lower, d->rootfs_dir, n) == 0 && lower[n] == '/' &&
-      strncmp(dir, d->jails_dir, strlen(d->jails_dir)) == 0 &&
-      strcmp(d->jails_dir + strlen(d->cfg.state_dir), "/jails") == 0 &&
-      strcmp(d->rootfs_dir + strlen(d->cfg.state_dir), "/rootfs") == 0)
-    snprintf(buf, size, "lowerdir=../../rootfs%s,upperdir=rw/upper,workdir=rw/work", lower + n);
+  used += (size_t)snprintf(buf, size, "lowerdir=");
+  for (size_t i = 0; used < size; i++) {
+    const char *l = layers && layers[i] ? layers[i] : lower;
+    int r = rel && strncmp(l, d->rootfs_dir, n) == 0 && l[n] == '/';
+    used += (size_t)snprintf(buf + used, size - used, "%s%s%s", r ? "../../rootfs" : "",
+                             r ? l + n : l, l == lower ? "" : ":");
+    if (l == lower)
+      break;
+  }
+  if (used >= size)
+    return;
+  if (rel && strncmp(lower, d->rootfs_dir, n) == 0 && lower[n] == '/')
+    snprintf(buf + used, size - used, ",upperdir=rw/upper,workdir=rw/work");
   else
-    snprintf(buf, size, "lowerdir=%s,upperdir=%s/rw/upper,workdir=%s/rw/work", lower, dir, dir);
+    snprintf(buf + used, size - used, ",upperdir=%s/rw/upper,workdir=%s/rw/work", dir, dir);
 }
 
 /* The jail runs (its init is pid): the record's run state, then supervision of its pipes. */

@@ -10,8 +10,8 @@
 #include "jail.h"
 
 /* The overlay's mount options for a jail directory. */
-void agt_jail_overlay_opts(struct agtd_s *d, const char *lower, const char *dir, char *buf,
-                           size_t size);
+void agt_jail_overlay_opts(struct agtd_s *d, char *const *layers, const char *lower,
+                           const char *dir, char *buf, size_t size);
 /* The jail's init runs (pid): the record's run state, then its supervision. */
 int agt_jail_begin_run(agt_jail_t *j, pid_t pid, int pidfd, int keep_fd, int keeper_pidfd,
                        int status_fd, agt_error_t *err);

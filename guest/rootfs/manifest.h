@@ -19,6 +19,7 @@ enum rootfs_source_kind {
   ROOTFS_SRC_HOST,     /* a file or directory on this machine (first that exists) */
   ROOTFS_SRC_ENV,      /* the path in an environment variable, when it is set */
   ROOTFS_SRC_DOWNLOAD, /* fetched over HTTP(S) and checked against a pinned sha256 */
+  ROOTFS_SRC_NPM,      /* tree: node_modules of `npm install SPEC` from the guest's registry */
 };
 
 struct rootfs_pin {
@@ -33,6 +34,7 @@ struct rootfs_source {
   char **paths;  /* host: candidate paths in order, NULL-terminated */
   char *package; /* host: the distro package they come from (reported with its version) */
   char *env;     /* env: the variable's name */
+  char *npm;     /* npm: the spec installed, NAME@VERSION (an exact version) */
   char *version; /* download: a label for `sources` ("0.8.13") */
   unsigned long long max_bytes; /* download: refuse anything larger */
   struct rootfs_pin *pins;      /* download: one per architecture */

@@ -33,8 +33,10 @@ struct agt_rootfs_build_opts {
   int allow_download; /* may fetch `download` sources (upstream static toybox) */
   const char *arch;   /* NULL: the machine's (uname -m) */
   const struct agt_rootfs_reader *reader; /* NULL: read as the caller (agtd: root) */
-  int dry_run; /* resolve and read every input, write nothing: *info has "id" (what a
-                * build would give now), "name", "manifest", "sources", "inputs" */
+  int dry_run;         /* resolve and read every input, write nothing: *info has "id" (what a
+                        * build would give now), "name", "manifest", "sources", "inputs" */
+  const char *content; /* non-NULL: the manifest's text; manifest_path only names it */
+  size_t content_len;
 };
 
 /* Build the manifest at manifest_path into the store.  On success *info is a new JSON object:

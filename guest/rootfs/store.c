@@ -33,6 +33,7 @@
 #include "fetch.h"
 #include "manifest.h"
 #include "names.h"
+#include "npm.h"
 #include "reader.h"
 #include "tree.h"
 #include "xalloc.h"
@@ -714,6 +715,49 @@ static int readable_check(struct build *b, const struct rootfs_entry *e,
                         path);
 }
 
+/* Install an npm source into the build directory: its node_modules is the tree's source.
+ * Returns 1 and *src when it can be used, 0 when downloads are not allowed, -1 when npm
+ * failed (a pinned package that does not install is an error, not a reason to fall back). */
+static int try_npm(struct build *b, const struct rootfs_entry *e, const struct rootfs_source *s,
+                   json_t *tried, char **src, json_t **used, agt_error_t *err)
+{
+  cleanup_free char *label = xasprintf("npm %s", s->npm), *name = NULL, *prefix = NULL;
+  cleanup_free char *store =
+      xstrndup(b->dir_path, (size_t)(strrchr(b->dir_path, '/') - b->dir_path));
+  cleanup_free char *cache = xasprintf("%s/.npm-cache", store);
+  cleanup_free char *pkg = NULL, *version = NULL;
+  const char *at = strchr(s->npm + 1, '@');
+
+  if (!b->allow_download) {
+    json_array_append_new(tried, tried_item(label, "skipped: downloads are not allowed"));
+    return 0;
+  }
+  /* npm runs as agtd (the caller left the client's identity), and the tree then reads what
+   * it installed as the client: the build directory must let it through (0711: no listing) */
+  if (fchmod(b->dir_fd, 0711) < 0)
+    return agt_error_make(err, errno, "chmod '%s'", b->dir_path);
+  name = xasprintf("npm-%u", b->dl_seq++);
+  if (mkdirat(b->dir_fd, name, 0755) < 0)
+    return agt_error_make(err, errno, "create '%s/%s'", b->dir_path, name);
+  b->dl_names = xrealloc(b->dl_names, (b->n_dl + 1) * sizeof *b->dl_names);
+  b->dl_names[b->n_dl++] = xstrdup(name);
+  prefix = xasprintf("%s/%s", b->dir_path, name);
+  if (rootfs_npm_install(s->npm, prefix, cache, err) < 0)
+    return agt_error_wrap(err, "%s:%d:%d: %s", b->m->file, s->line, s->col, e->path);
+  pkg = xstrndup(s->npm, (size_t)(at - s->npm));
+  version = rootfs_npm_version(prefix, pkg);
+  if (version == NULL)
+    return agt_error_kind(err, AGT_E_INTERNAL,
+                          "%s:%d:%d: %s: npm installed %s but left no "
+                          "node_modules/%s/package.json with a version",
+                          b->m->file, s->line, s->col, e->path, s->npm, pkg);
+  *src = xasprintf("%s/node_modules", prefix);
+  *used = json_pack("{s:s, s:s, s:s, s:s}", "kind", "npm", "package", pkg, "spec", s->npm,
+                    "version", version);
+  json_object_set_new(*used, "summary", json_sprintf("npm %s@%s", pkg, version));
+  return 1;
+}
+
 /* Pick the first usable source of a file or tree entry.  Returns 1 with *src and *used, 0 when
  * none was usable and the entry is optional, -1 on error. */
 static int pick_source(struct build *b, const struct rootfs_entry *e, char **src, json_t **used,
@@ -729,6 +773,18 @@ static int pick_source(struct build *b, const struct rootfs_entry *e, char **src
     const struct rootfs_source *s = &e->sources[i];
     struct stat st;
 
+    if (s->kind == ROOTFS_SRC_NPM) {
+      if (rootfs_reader_leave(&b->rd, err) < 0)
+        goto fail;
+      r = try_npm(b, e, s, tried, src, used, err); /* npm writes into the store */
+      if (r >= 0 && rootfs_reader_enter(&b->rd, err) < 0)
+        r = -1;
+      if (r < 0)
+        goto fail;
+      if (r == 1)
+        goto found;
+      continue;
+    }
     if (s->kind == ROOTFS_SRC_DOWNLOAD) {
       if (rootfs_reader_leave(&b->rd, err) < 0)
         goto fail;
@@ -1423,13 +1479,15 @@ int agt_rootfs_build(const char *store_dir, const char *manifest_path,
   if (rootfs_reader_init(&b.rd, opts ? opts->reader : NULL, err) < 0)
     return -1;
 
-  /* the manifest, as the client */
+  /* the manifest, as the client (or its text, from the request) */
   if (rootfs_reader_enter(&b.rd, err) < 0) {
     reader_leave_or_die(&b.rd);
     return -1;
   }
-  m = rootfs_manifest_load(manifest_path, err);
-  if (m)
+  m = opts && opts->content
+          ? rootfs_manifest_load_string(manifest_path, opts->content, opts->content_len, err)
+          : rootfs_manifest_load(manifest_path, err);
+  if (m && !(opts && opts->content))
     mpath = realpath(manifest_path, NULL);
   reader_leave_or_die(&b.rd);
   if (m == NULL)
@@ -1500,8 +1558,8 @@ int agt_rootfs_build(const char *store_dir, const char *manifest_path,
     agt_error_wrap(err, "write the tree of '%s'", manifest_path);
     goto out;
   }
-  for (size_t i = 0; i < b.n_dl; i++)
-    unlinkat(b.dir_fd, b.dl_names[i], 0);
+  for (size_t i = 0; i < b.n_dl; i++) /* downloaded files, npm's directories */
+    rm_rf_at(b.dir_fd, b.dl_names[i], 0);
 
   out = json_object();
   json_object_set_new(out, "id", json_string(id));

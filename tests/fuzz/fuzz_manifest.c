@@ -49,6 +49,10 @@ static void check_source(const struct rootfs_source *s)
     CHECK(s->env != NULL && *s->env != '\0');
     CHECK(s->paths == NULL && s->package == NULL && s->n_pins == 0);
     break;
+  case ROOTFS_SRC_NPM:
+    CHECK(s->npm != NULL && strchr(s->npm + 1, '@') != NULL && s->npm[0] != '-');
+    CHECK(s->paths == NULL && s->package == NULL && s->env == NULL && s->n_pins == 0);
+    break;
   case ROOTFS_SRC_DOWNLOAD:
     CHECK(s->n_pins > 0 && s->max_bytes > 0);
     CHECK(s->paths == NULL && s->package == NULL && s->env == NULL);

@@ -244,7 +244,7 @@ static void test_semantics(void **state)
   refused_at("name: x\nfiles:\n  - path: /a\n    symlink: b\n    content: c\n", 3, 5,
              "exactly one of", NULL);
   refused_at("name: x\nfiles:\n  - path: /a\n    sources: [{}]\n", 4, 15,
-             "exactly one of 'host', 'env' or 'download'", NULL);
+             "exactly one of 'host', 'env', 'download' or 'npm'", NULL);
   refused_at("name: x\nfiles:\n  - path: /a\n    sources: [{env: A, package: p}]\n", 4, 33,
              "'package' only goes with 'host'", NULL);
   refused_at("name: x\nfiles:\n  - path: /a\n    mode: '4755'\n    content: x\n", 4, 11,
