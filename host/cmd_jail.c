@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,8 +17,10 @@
 #include "envfile.h"
 #include "jailfmt.h"
 #include "jailspec.h"
+#include "layers.h"
 #include "names.h"
 #include "port_relay.h"
+#include "profile.h"
 #include "stream_relay.h"
 #include "timefmt.h"
 #include "util.h"
@@ -213,12 +216,13 @@ struct run_opts {
   struct run_env env;
   struct agt_jail_spec spec; /* the limits: jail.limits, then the flags */
   const char *name, *rootfs, *workspace, *net, *keys;
-  int json, detach, tty, rm;
+  int json, detach, tty, rm, yolo;
   char *shown;      /* the workspace on this machine, for the run's first line */
   json_t *add_dirs; /* --add-dir, as given */
   int lockdown;
   size_t env_config;  /* variables from jail.env */
   json_t *mount_from; /* for each of params.mounts: where it was asked ("--add-dir", FILE:LINE) */
+  json_t *profile_hosts; /* the agent profile's default hosts */
 };
 
 static int env_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err);
@@ -262,6 +266,9 @@ static const struct agt_opt run_opts[] = {
     AGT_OPT_BOOL(0, "lockdown", struct run_opts, lockdown,
                  "for an untrusted repository: a throwaway home, no variables, no mounts, "
                  "network only to the agent's default hosts"),
+    AGT_OPT_BOOL(0, "yolo", struct run_opts, yolo,
+                 "add the flags of the agent's profile that skip its own permission prompts "
+                 "(skip_permissions; never by default)"),
     AGT_OPT_JSON_FIELD(struct run_opts, json),
     AGT_OPT_END,
 };
@@ -363,6 +370,7 @@ static void network_params(struct run_opts *o, const char *agent)
   json_t *net = json_object(), *allow = json_array(), *v;
   size_t i;
 
+  json_array_foreach(o->profile_hosts, i, v) json_array_append(allow, v);
   for (i = 0; a && i < a->nallow; i++)
     json_array_append_new(allow, json_string(a->allow[i].text));
   json_array_foreach(o->allow, i, v) json_array_append(allow, v);
@@ -668,6 +676,7 @@ static int lockdown_params(struct run_opts *o, const char *agent, agt_error_t *e
                           "--net open with --lockdown: a lockdown jail reaches only the agent's "
                           "default hosts");
   json_object_clear(o->env.obj);
+  json_array_extend(allow, o->profile_hosts); /* the agent's provider, from its profile */
   if (o->env_config)
     agt_note(o->c, "lockdown: the %zu variable%s of jail.env not passed", o->env_config,
              o->env_config == 1 ? "" : "s");
@@ -747,18 +756,125 @@ static char *rootfs_advice(struct agt_ctx *c, const char *ref)
                                                     : "");
 }
 
-/* The agents agtd has a profile for (guest/jail/jail.c); jail.agent's choices too. */
-static const char *const agents[] = {"shell", "opencode"};
-
-static int agent_check(const char *agent, agt_error_t *err)
+/* The agent profiles (docs/AGENTS.md): the tree's, then the user's. */
+static int load_profiles(struct agt_ctx *c, struct agt_profile_set *set, agt_error_t *err)
 {
-  for (size_t i = 0; i < sizeof agents / sizeof agents[0]; i++)
-    if (strcmp(agents[i], agent) == 0)
-      return 0;
-  return agt_error_kind(err, AGT_E_INVALID,
-                        "unknown agent '%s' (shell, opencode); to run a command instead, put it "
-                        "after '--': agt jail run -- %s ...",
-                        agent, agent);
+  char **dirs = agt_profile_dirs(c->cfg.user_file);
+  size_t n = 0;
+  int r;
+
+  while (dirs[n])
+    n++;
+  r = agt_profiles_load((const char *const *)dirs, n, set, err);
+  for (size_t i = 0; i < n; i++)
+    free(dirs[i]);
+  free(dirs);
+  return r;
+}
+
+static const struct agt_profile *agent_find(const struct agt_profile_set *set, const char *agent,
+                                            agt_error_t *err)
+{
+  const struct agt_profile *p = agt_profiles_find(set, agent);
+  char names[512] = "";
+
+  if (p && p->kind == AGT_PROFILE_AGENT)
+    return p;
+  for (size_t i = 0; i < set->n; i++)
+    if (set->p[i]->kind == AGT_PROFILE_AGENT)
+      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", *names ? ", " : "",
+               set->p[i]->name);
+  agt_error_kind(err, AGT_E_INVALID,
+                 "unknown agent '%s' (%s); to run a command instead, put it after '--': agt jail "
+                 "run -- %s ...",
+                 agent, names, agent);
+  return NULL;
+}
+
+/* The guest's architecture: agtd's daemon.status says it (this machine's when it does not). */
+static char *guest_arch(struct agt_ctx *c, agt_error_t *err)
+{
+  json_t *st;
+  char *a = NULL;
+  struct utsname un;
+
+  if (call(c, "daemon.status", NULL, &st, err) < 0)
+    return NULL;
+  if (json_string_value(json_object_get(st, "arch")))
+    a = xstrdup(json_string_value(json_object_get(st, "arch")));
+  json_decref(st);
+  if (a == NULL && uname(&un) == 0)
+    a = xstrdup(un.machine);
+  return a;
+}
+
+static void say_building(void *ctx, const struct agt_layer *l)
+{
+  struct agt_ctx *c = ctx;
+  agt_note(c, "building layer %s (npm %s; once, then shared by every jail of it)", l->name,
+           l->spec);
+}
+
+/* What the profile brings to the jail: its layers (built first when agtd lacks them), the
+ * variables it always sets, its key and base URL from agt's environment (the key as a
+ * secret agtd keeps in memory only), its command (unless COMMAND replaces it) and its
+ * default hosts. */
+static int profile_params(struct run_opts *o, const struct agt_profile_set *set,
+                          const struct agt_profile *p, json_t *args, int replace, int tty,
+                          agt_error_t *err)
+{
+  struct agt_layer l[2];
+  size_t n = 0;
+  int built, r = -1;
+  cleanup_free char *arch = NULL;
+
+  if (p->runtime != AGT_RUNTIME_NONE) {
+    json_t *names = json_array();
+    if ((arch = guest_arch(o->c, err)) == NULL ||
+        agt_agent_layers(&o->c->cfg, set, p, arch, l, &n, err) < 0) {
+      json_decref(names);
+      return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+      json_array_append_new(names, json_string(l[i].name));
+    json_object_set_new(o->params, "layers", names);
+    if (agt_layers_build(&o->c->target, l, n, NULL, say_building, o->c, &built, err) < 0)
+      goto out;
+  }
+  for (char **e = p->set_env; e && *e; e++) {
+    const char *eq = strchr(*e, '=');
+    cleanup_free char *name = xstrndup(*e, (size_t)(eq - *e));
+    if (!json_object_get(o->env.obj, name))
+      json_object_set_new(o->env.obj, name, json_string(eq + 1));
+  }
+  if (!o->lockdown && p->base_url_env && getenv(p->base_url_env) &&
+      !json_object_get(o->env.obj, p->base_url_env))
+    json_object_set_new(o->env.obj, p->base_url_env, json_string(getenv(p->base_url_env)));
+  if (p->key_env && !o->lockdown) { /* a lockdown jail gets no secrets */
+    if (getenv(p->key_env) && !json_object_get(o->env.obj, p->key_env))
+      json_object_set_new(o->env.obj, p->key_env, json_string(getenv(p->key_env)));
+    if (json_object_get(o->env.obj, p->key_env))
+      json_object_set_new(o->params, "secrets", json_pack("[s]", p->key_env));
+  }
+  if (!replace) {
+    json_t *argv = json_array();
+    size_t i;
+    json_t *v;
+    for (char **a = tty || p->headless == NULL ? p->command : p->headless; *a; a++)
+      json_array_append_new(argv, json_string(*a));
+    for (char **a = o->yolo ? p->skip_permissions : NULL; a && *a; a++)
+      json_array_append_new(argv, json_string(*a));
+    json_array_foreach(args, i, v) json_array_append(argv, v);
+    json_object_set_new(o->params, "argv", argv);
+  } else if (o->yolo) {
+    agt_error_kind(err, AGT_E_INVALID, "--yolo adds to the agent's command: not with '-- COMMAND'");
+    goto out;
+  }
+  r = 0;
+out:
+  for (size_t i = 0; i < n; i++)
+    agt_layer_release(&l[i]);
+  return r;
 }
 
 /* The run's first lines, before anything else of the jail: where the agent works and what
@@ -879,10 +995,13 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
                        .env = {json_object(), NULL},
                        .tty = -1,
                        .add_dirs = json_array(),
-                       .mount_from = json_array()};
+                       .mount_from = json_array(),
+                       .profile_hosts = json_array()};
   const char *agent = agt_config_get(&c->cfg, AGT_CFG_JAIL_AGENT);
   struct agt_detach_keys keys;
-  json_t *res = NULL, *limits;
+  struct agt_profile_set set = {NULL, 0};
+  const struct agt_profile *prof = NULL;
+  json_t *res = NULL, *limits, *args = json_array();
   int i, r = -1, interactive, tty, named = 0;
 
   agt_jail_spec_init(&o.spec);
@@ -900,8 +1019,6 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
   if (i < argc && strcmp(argv[i - 1], "--") != 0) {
     agent = argv[i++];
     named = 1;
-    if (agent_check(agent, err) < 0)
-      goto out;
     if (i < argc && strcmp(argv[i], "--") == 0)
       i++;
   }
@@ -911,6 +1028,10 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
                    create ? "agt jail create" : "-d");
     goto out;
   }
+  if (load_profiles(c, &set, err) < 0 || (prof = agent_find(&set, agent, err)) == NULL)
+    goto out;
+  for (char **h = prof->hosts; h && *h; h++)
+    json_array_append_new(o.profile_hosts, json_string(*h));
   json_object_set_new(o.params, "agent", json_string(agent));
   if (o.name) {
     json_object_set_new(o.params, "name", json_string(o.name));
@@ -921,12 +1042,8 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
   json_object_set_new(
       o.params, "rootfs",
       json_string(o.rootfs ? o.rootfs : agt_config_get(&c->cfg, AGT_CFG_JAIL_ROOTFS)));
-  if (i < argc) {
-    json_t *a = json_array();
-    for (; i < argc; i++)
-      json_array_append_new(a, json_string(argv[i]));
-    json_object_set_new(o.params, named ? "args" : "argv", a);
-  }
+  for (; i < argc; i++)
+    json_array_append_new(args, json_string(argv[i]));
   limits = agt_jail_spec_to_json(&o.spec, 0);
   if (limits)
     json_object_set_new(o.params, "limits", limits);
@@ -960,6 +1077,13 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
     if (agt_term_size(0, &rows, &cols) == 0)
       json_object_set_new(o.params, "size", json_pack("[i,i]", (int)rows, (int)cols));
   }
+  /* the profile: layers, env, and its command unless COMMAND replaces it */
+  if (profile_params(&o, &set, prof, args, !named && json_array_size(args) > 0, tty, err) < 0)
+    goto out;
+  if (!named && json_array_size(args) > 0)
+    json_object_set(o.params, "argv", args);
+  if (json_object_size(o.env.obj))
+    json_object_set(o.params, "env", o.env.obj);
   if (pick_workspace(&o, err) < 0)
     goto out;
   if (call(c, create ? "jail.create" : "jail.run", json_incref(o.params), &res, err) < 0) {
@@ -1007,6 +1131,9 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
   }
   r = 0;
 out:
+  json_decref(args);
+  json_decref(o.profile_hosts);
+  agt_profiles_release(&set);
   free(o.shown);
   json_decref(res);
   json_decref(o.params);

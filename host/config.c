@@ -63,7 +63,7 @@ static const struct key_desc keys[AGT_CFG_NKEYS] = {
     [AGT_CFG_SSH_IDENTITY] = {"ssh.identity", T_PATH, NULL},
     [AGT_CFG_SSH_CONNECT_TIMEOUT] = {"ssh.connect_timeout", T_DURATION, NULL},
     [AGT_CFG_SSH_PERSIST] = {"ssh.persist", T_DURATION, NULL},
-    [AGT_CFG_JAIL_AGENT] = {"jail.agent", T_ENUM, "shell|opencode"},
+    [AGT_CFG_JAIL_AGENT] = {"jail.agent", T_ENUM, "shell|opencode|claude|codex|gemini|pi"},
     [AGT_CFG_JAIL_ROOTFS] = {"jail.rootfs", T_STR, NULL},
     [AGT_CFG_JAIL_DETACH_KEYS] = {"jail.detach_keys", T_KEYS, NULL},
     [AGT_CFG_JAIL_HOME] = {"jail.home", T_ENUM, "persistent|none"},
@@ -302,11 +302,13 @@ void agt_config_release(struct agt_config *c)
     struct agt_cfg_agent *a = &c->agents[i];
     free(a->name);
     free(a->net.text);
+    free(a->version.text);
     for (size_t k = 0; k < a->nallow; k++)
       free(a->allow[k].text);
     free(a->allow);
   }
   free(c->agents);
+  free(c->user_file);
   for (size_t i = 0; i < c->nfiles; i++)
     free(c->files[i]);
   free(c->files);
@@ -594,8 +596,8 @@ static int load_agent(struct loader *l, const char *name, yaml_node_t *map, agt_
   if (map->type == YAML_SCALAR_NODE && agt_yaml_scalar(map)[0] == '\0')
     return 0;
   if (map->type != YAML_MAPPING_NODE)
-    return agt_yaml_error(l->y, map, err, "'%s.%s' must be a mapping (net, allow)", KEY_AGENTS,
-                          name);
+    return agt_yaml_error(l->y, map, err, "'%s.%s' must be a mapping (net, allow, version)",
+                          KEY_AGENTS, name);
   for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
     yaml_node_t *kn = agt_yaml_node(l->y, p->key), *vn = agt_yaml_node(l->y, p->value);
     const char *key = agt_yaml_scalar(kn);
@@ -635,9 +637,19 @@ static int load_agent(struct loader *l, const char *name, yaml_node_t *map, agt_
         a->allow[a->nallow].text = xstrdup(v);
         a->allow[a->nallow++].origin = origin_of(l, item);
       }
+    } else if (key && strcmp(key, "version") == 0) {
+      /* the pin of its package (docs/AGENTS.md), as `agt agents update` writes it */
+      const char *v = agt_yaml_scalar(vn);
+      if (v == NULL || *v == '\0' ||
+          strspn(v, "0123456789.-+abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") !=
+              strlen(v))
+        return agt_yaml_error(l->y, vn, err, "'%s.%s.version' must be a version like 1.2.3",
+                              KEY_AGENTS, name);
+      struct agt_cfg_origin o = origin_of(l, vn);
+      set_text(&a->version, xstrdup(v), &o);
     } else {
-      return agt_yaml_error(l->y, kn, err, "unknown key '%s.%s.%s' (net, allow)", KEY_AGENTS, name,
-                            key ? key : "?");
+      return agt_yaml_error(l->y, kn, err, "unknown key '%s.%s.%s' (net, allow, version)",
+                            KEY_AGENTS, name, key ? key : "?");
     }
   }
   return 0;
@@ -805,6 +817,8 @@ int agt_config_load(struct agt_config *c, const struct agt_config_paths *paths, 
     user = agt_platform_config_file(paths && paths->os ? agt_os_from_name(paths->os)
                                                        : agt_os_native());
   }
+  free(c->user_file);
+  c->user_file = xstrdup(user);
   if (explicit || file_exists(user))
     if (agt_config_load_file(c, user, NULL, err) < 0)
       return -1;
@@ -953,6 +967,8 @@ void agt_config_show(const struct agt_config *c, FILE *f)
     const struct agt_cfg_agent *a = &c->agents[i];
     fprintf(f, "  %s:\n", a->name);
     put_line(f, 4, "net:", a->net.text, a->net.text ? &a->net.origin : NULL);
+    if (a->version.text)
+      put_line(f, 4, "version:", a->version.text, &a->version.origin);
     fprintf(f, "    allow:%s\n", a->nallow ? "" : " []");
     for (size_t k = 0; k < a->nallow; k++)
       put_line(f, 6, "-", a->allow[k].text, &a->allow[k].origin);
@@ -1005,6 +1021,11 @@ void agt_config_show_json(const struct agt_config *c, FILE *f)
       net = json_pack("{s:s, s:s}", "value", a->net.text, "from", where);
     }
     json_object_set_new(agents, a->name, json_pack("{s:o, s:o}", "net", net, "allow", allow));
+    if (a->version.text) {
+      cleanup_free char *where = agt_cfg_origin_str(&a->version.origin);
+      json_object_set_new(json_object_get(agents, a->name), "version",
+                          json_pack("{s:s, s:s}", "value", a->version.text, "from", where));
+    }
   }
   for (size_t i = 0; i < c->nfiles; i++)
     json_array_append_new(files, json_string(c->files[i]));

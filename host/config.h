@@ -56,8 +56,9 @@ struct agt_cfg_item {
 /* agents.NAME: the defaults of one agent profile for `agt jail run NAME`. */
 struct agt_cfg_agent {
   char *name;
-  struct agt_cfg_value net;   /* agents.NAME.net: none, allow or open; text NULL: unset */
-  struct agt_cfg_item *allow; /* agents.NAME.allow: HOST[:PORT] entries (lists append) */
+  struct agt_cfg_value net;     /* agents.NAME.net: none, allow or open; text NULL: unset */
+  struct agt_cfg_value version; /* agents.NAME.version: its package's pin (agents update) */
+  struct agt_cfg_item *allow;   /* agents.NAME.allow: HOST[:PORT] entries (lists append) */
   size_t nallow;
 };
 
@@ -109,7 +110,8 @@ struct agt_config {
   size_t njmounts;
   struct agt_cfg_agent *agents; /* agents.NAME, in the order they first appear */
   size_t nagents;
-  char **files; /* every file loaded, in order (origins point into these) */
+  char **files;    /* every file loaded, in order (origins point into these) */
+  char *user_file; /* the user's config file, whether it exists or not (agt agents update) */
   size_t nfiles;
 };
 

@@ -49,7 +49,7 @@ struct agt_profile {
                     * {arch}: x64|arm64, {march}: x86_64|aarch64); default NPM@{version} */
   char *bin;       /* package.bin: the executable, relative to the layer's node_modules */
   char **command;  /* argv; `-- ARGS` append to it */
-  char **headless; /* optional: what runs instead without a terminal and with no ARGS */
+  char **headless; /* optional: what runs instead of command without a terminal */
   char **batch;    /* the non-interactive form; one element holds {prompt} */
   char **skip_permissions; /* added with --yolo */
   char *key_env;           /* env.key: the variable holding its secret */

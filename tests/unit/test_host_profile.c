@@ -15,6 +15,8 @@
 
 #include "agt_paths.h"
 #include "cleanup.h"
+#include "config.h"
+#include "layers.h"
 #include "profile.h"
 #include "xalloc.h"
 
@@ -186,7 +188,6 @@ static void test_tree(void **state)
       {"codex", "@openai/codex", AGT_RUNTIME_NATIVE},
       {"gemini", "@google/gemini-cli", AGT_RUNTIME_NODE},
       {"pi", "@mariozechner/pi-coding-agent", AGT_RUNTIME_NODE},
-      {"opencode", "opencode-ai", AGT_RUNTIME_NATIVE},
       {"node", "node-linux-{arch}", AGT_RUNTIME_NATIVE},
   };
 
@@ -200,6 +201,7 @@ static void test_tree(void **state)
     assert_int_equal(p->runtime, want[i].rt);
   }
   assert_int_equal(agt_profiles_find(&set, "shell")->runtime, AGT_RUNTIME_NONE);
+  assert_int_equal(agt_profiles_find(&set, "opencode")->runtime, AGT_RUNTIME_NONE);
   assert_int_equal(agt_profiles_find(&set, "node")->kind, AGT_PROFILE_RUNTIME);
   assert_int_equal(set.n, 7);
   agt_profiles_release(&set);
@@ -234,11 +236,80 @@ static void test_user_dir(void **state)
   rmdir(dir);
 }
 
+/* agt agents update's pin: written into the user's config, the rest of it kept, and read
+ * back by the config loader as agents.NAME.version. */
+static void test_pin_write(void **state)
+{
+  static const struct {
+    const char *before, *after;
+    unsigned line;
+  } cases[] = {
+      {"", "agents:\n  claude:\n    version: \"2.0.0\"\n", 3},
+      {"target: local", "target: local\nagents:\n  claude:\n    version: \"2.0.0\"\n", 4},
+      {"# mine\nagents:\n  pi:\n    net: none\n",
+       "# mine\nagents:\n  claude:\n    version: \"2.0.0\"\n  pi:\n    net: none\n", 4},
+      {"agents:\n  claude:\n    allow:\n      - a.b\n",
+       "agents:\n  claude:\n    version: \"2.0.0\"\n    allow:\n      - a.b\n", 3},
+      {"agents:\n  claude:\n    version: 1.0.0 # old\n",
+       "agents:\n  claude:\n    version: \"2.0.0\" # old\n", 3},
+      {"agents:\n", "agents:\n  claude:\n    version: \"2.0.0\"\n", 3},
+  };
+  char dir[] = "/tmp/agt-pin-XXXXXX";
+  agt_error_t err = NULL;
+
+  (void)state;
+  assert_non_null(mkdtemp(dir));
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cleanup_free char *path = xasprintf("%s/sub/config.yaml", dir), *where = NULL, *want = NULL;
+    char buf[512] = "";
+    struct agt_config c;
+    FILE *f;
+    if (*cases[i].before) {
+      cleanup_free char *sub = xasprintf("%s/sub", dir);
+      mkdir(sub, 0755);
+      f = fopen(path, "w");
+      fputs(cases[i].before, f);
+      fclose(f);
+    }
+    if (agt_layer_pin_write(path, "claude", "2.0.0", &where, &err) < 0)
+      fail_msg("case %zu: %s", i, err->msg);
+    f = fopen(path, "r");
+    buf[fread(buf, 1, sizeof buf - 1, f)] = '\0';
+    fclose(f);
+    if (strcmp(buf, cases[i].after) != 0)
+      fail_msg("case %zu: got\n%s\nwant\n%s", i, buf, cases[i].after);
+    want = xasprintf("%s:%u", path, cases[i].line);
+    assert_string_equal(where, want);
+    agt_config_init(&c);
+    if (agt_config_load_file(&c, path, NULL, &err) < 0)
+      fail_msg("case %zu: %s", i, err->msg);
+    assert_string_equal(agt_config_agent(&c, "claude")->version.text, "2.0.0");
+    agt_config_release(&c);
+    unlink(path);
+  }
+  {
+    cleanup_free char *path = xasprintf("%s/sub/config.yaml", dir), *where = NULL;
+    FILE *f = fopen(path, "w");
+    fputs("agents: {claude: {net: none}}\n", f);
+    fclose(f);
+    assert_int_equal(agt_layer_pin_write(path, "claude", "2.0.0", &where, &err), -1);
+    assert_non_null(strstr(err->msg, "is not a block mapping: set agents.claude.version"));
+    agt_error_release(&err);
+    unlink(path);
+  }
+  {
+    cleanup_free char *sub = xasprintf("%s/sub", dir);
+    rmdir(sub);
+    rmdir(dir);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_good), cmocka_unit_test(test_bad),      cmocka_unit_test(test_expand),
-      cmocka_unit_test(test_tree), cmocka_unit_test(test_user_dir),
+      cmocka_unit_test(test_good),     cmocka_unit_test(test_bad),
+      cmocka_unit_test(test_expand),   cmocka_unit_test(test_tree),
+      cmocka_unit_test(test_user_dir), cmocka_unit_test(test_pin_write),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
