@@ -238,7 +238,8 @@ static int agents_ls(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     goto out;
   }
   if (o.json) {
-    agt_print_json(all);
+    if (agt_print_out(all, NULL, err) < 0)
+      goto out;
   } else {
     printf("%-10s %-10s %-8s %-10s %s\n", "NAME", "VERSION", "RUNTIME", "LAYER", "SIZE");
     json_array_foreach(all, k, e)
