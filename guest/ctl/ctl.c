@@ -104,7 +104,7 @@ static int cmd_status(struct ctl *c, int argc, char **argv, agt_error_t *err)
 
 struct create_opts {
   const char *name, *agent, *rootfs, *workspace, *net, *home, *user;
-  json_t *env, *allow, *mounts;
+  json_t *env, *allow, *mounts, *layers;
   struct agt_jail_spec spec;
   int tty, attach, lockdown;
 };
@@ -123,6 +123,7 @@ static int env_opt(const struct agt_opt *o, void *field, const char *arg, agt_er
   return 0;
 }
 
+/* --allow HOST, --layer REF: appended to their array. */
 static int allow_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
 {
   (void)o;
@@ -150,6 +151,8 @@ static const struct agt_opt create_opts[] = {
                    "agent profile: shell or opencode (shell)"),
     AGT_OPT_STRING('r', "rootfs", "REF", struct create_opts, rootfs,
                    "rootfs id, id prefix or manifest name (default)"),
+    AGT_OPT_CALLBACK(0, "layer", "REF", struct create_opts, layers, allow_opt, 0,
+                     "a rootfs build stacked over it (repeatable; the first given is the top)"),
     AGT_OPT_STRING('w', "workspace", "DIR", struct create_opts, workspace,
                    "directory bound read-write at /work (a new one under agtd's state)"),
     AGT_OPT_CALLBACK('e', "env", "KEY=VALUE", struct create_opts, env, env_opt, 0,
@@ -202,6 +205,8 @@ static json_t *create_params(const struct create_opts *o)
   }
   if (json_array_size(o->mounts))
     json_object_set(p, "mounts", o->mounts);
+  if (json_array_size(o->layers))
+    json_object_set(p, "layers", o->layers);
   if (o->lockdown)
     json_object_set_new(p, "lockdown", json_true());
   if (o->tty || o->attach)
@@ -211,7 +216,8 @@ static json_t *create_params(const struct create_opts *o)
 
 static int create_or_run(struct ctl *c, const char *method, int argc, char **argv, agt_error_t *err)
 {
-  struct create_opts o = {.env = json_object(), .allow = json_array(), .mounts = json_array()};
+  struct create_opts o = {
+      .env = json_object(), .allow = json_array(), .mounts = json_array(), .layers = json_array()};
   json_t *res, *params = NULL;
   int i, r;
 
@@ -268,6 +274,7 @@ out:
   json_decref(o.env);
   json_decref(o.allow);
   json_decref(o.mounts);
+  json_decref(o.layers);
   return r;
 }
 

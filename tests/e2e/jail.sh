@@ -163,10 +163,10 @@ run agt jail run --name a1 shell -- -c 'echo appended-to-the-shell'
 is "agt jail run shell -- ARGS appends ARGS to the agent's command" "$OUT" appended-to-the-shell
 like "(its argv)" "$(agt jail inspect a1 | tr -d ' \n')" '"argv":\["/bin/sh","-c","echoappended-to-the-shell"\]'
 agt jail rm a1 >/dev/null
-run agt jail run --name a2 claude
-is "an agent agt does not know is a usage error" "$RC" 2
+run agt jail run --name a2 nosuchagent
+is "an agent agt has no profile for is a usage error" "$RC" 2
 like "saying which it knows and how to run a command" "$ERR" \
-  "unknown agent 'claude' \(shell, opencode\); to run a command instead, put it after '--': agt jail run -- claude"
+  "unknown agent 'nosuchagent' \(claude, codex, gemini, opencode, pi, shell\); to run a command instead, put it after '--': agt jail run -- nosuchagent"
 
 # --disk: what the jail may write to its root (a btrfs quota in agtd)
 run agt jail run --name b3 --disk 24M -- /bin/sh -c \

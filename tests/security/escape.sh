@@ -22,6 +22,31 @@ ctl rootfs build "$m" --no-download >"$T/rootfs.out" 2>&1 || {
   bail "the attack rootfs did not build"
 }
 R=$(cut -d' ' -f1 "$T/rootfs.out")
+ROOT=(--rootfs "$R")
+# AGT_ESCAPE_LAYER=node (the test escape-node): every jail also stands on the Node.js layer
+# agents use (npm's node-linux-ARCH, as agt builds it), stacked over the attack rootfs.
+if [ "${AGT_ESCAPE_LAYER:-}" = node ]; then
+  case "$(uname -m)" in
+    x86_64) narch=x64 ;;
+    aarch64) narch=arm64 ;;
+    *) bail "no node for $(uname -m)" ;;
+  esac
+  node_version=$(sed -n 's/^  version: "\(.*\)"$/\1/p' "$SRCDIR/agents/node.yaml")
+  printf '%s\n' "name: node-$node_version" "files:" \
+    "  - path: /opt/agt/node/node_modules" "    tree: true" "    sources:" \
+    "      - npm: node-linux-$narch@$node_version" "  - path: /usr/local/bin/node" \
+    "    symlink: /opt/agt/node/node_modules/node-linux-$narch/bin/node" >"$T/node.yaml"
+  ctl rootfs build "$T/node.yaml" >"$T/node.out" 2>&1 || {
+    sed 's/^/# /' "$T/node.out"
+    bail "the node layer did not build (npm and its registry are needed)"
+  }
+  ROOT+=(--layer "$(cut -d' ' -f1 "$T/node.out")")
+  ctl jail run --name nodecheck "${ROOT[@]}" -- /usr/local/bin/node -e 'console.log(process.version)' >/dev/null
+  ctl jail wait nodecheck >/dev/null
+  is "the jails stand on the node layer: node $node_version runs in one" \
+    "$(ctl jail logs nodecheck)" "v$node_version"
+  ctl jail rm nodecheck >/dev/null
+fi
 
 # A file on the guest that no jail may reach; attacks that think they got out try to create
 # $T/pwned-<verb> next to it.
@@ -52,7 +77,7 @@ verdict() {
 attack() {
   local name=$1 desc=$2
   shift 2
-  if ! ctl jail run --name "$name" --rootfs "$R" "$@" >/dev/null 2>"$T/$name.err"; then
+  if ! ctl jail run --name "$name" "${ROOT[@]}" "$@" >/dev/null 2>"$T/$name.err"; then
     not_ok "$desc: the jail did not start"
     sed 's/^/#   /' "$T/$name.err"
     return
@@ -82,7 +107,7 @@ agtd_alive() {
 }
 
 # A sibling jail whose processes the attacks go after by their guest pids.
-ctl jail run --name sib --rootfs "$R" -- /bin/attack sleep 3600 >/dev/null || bail "sibling jail"
+ctl jail run --name sib "${ROOT[@]}" -- /bin/attack sleep 3600 >/dev/null || bail "sibling jail"
 SIB=$(jail_pid sib)
 SIB_KIDS=$(cat /proc/"$SIB"/task/*/children 2>/dev/null)
 OUTSIDE="$AGTD_PID $SIB $SIB_KIDS"
@@ -116,7 +141,7 @@ umount "$MNT/ro/sub"
 ln -s "$MNT/real" "$MNT/link"
 ln -s / "$MNT/real/root"
 for bad in "$MNT/ro/../rw" "$MNT/link" "$MNT/real/root/etc" "$MNT/./ro" "$STATE/jails"; do
-  if ctl jail run --name e18bad --rootfs "$R" --mount "$bad" -- true >/dev/null 2>"$T/e18bad.err"; then
+  if ctl jail run --name e18bad "${ROOT[@]}" --mount "$bad" -- true >/dev/null 2>"$T/e18bad.err"; then
     not_ok "E18 a mount of '$bad' is refused"
     ctl jail rm e18bad --force >/dev/null 2>&1
   else
@@ -167,11 +192,11 @@ attack tty-pty "E9 the same for a jail on a terminal (its own pty)" --tty -- /bi
 # checked from the guest, in /proc/PID/mountinfo of each new jail.
 mkdir -p "$T/race/sub"
 chown -R 4242:4242 "$T/race"
-ctl jail run --name racer --rootfs "$R" --workspace "$T/race" -- /bin/attack race /work 300 \
+ctl jail run --name racer "${ROOT[@]}" --workspace "$T/race" -- /bin/attack race /work 300 \
   >/dev/null || not_ok "E10 the racing jail did not start"
 started=0 refused=0 bad=0
 for i in $(seq 1 200); do
-  if ctl jail run --name "v$i" --rootfs "$R" --workspace "$T/race/sub" -- /bin/attack sleep 60 \
+  if ctl jail run --name "v$i" "${ROOT[@]}" --workspace "$T/race/sub" -- /bin/attack sleep 60 \
     >/dev/null 2>>"$T/race.err"; then
     pid=$(jail_pid "v$i")
     root=$(awk '$5 == "/work" { print $4 }' "/proc/$pid/mountinfo" 2>/dev/null)
@@ -200,7 +225,7 @@ is "E10 no new jail got a guest path other than its workspace at /work ($started
 
 # The hardening must not get in the agent's way: files move and link across directories
 # under Landlock (which refuses that unless REFER is granted), fifos and sockets can be made.
-out=$(ctl jail run --name moves --rootfs "$R" -- /bin/sh -c '
+out=$(ctl jail run --name moves "${ROOT[@]}" -- /bin/sh -c '
   mkdir -p /tmp/a /tmp/b /home/agent/x/y /work/w &&
   echo x >/tmp/a/f && mv /tmp/a/f /tmp/b/f && ln /tmp/b/f /tmp/a/g &&
   mv /home/agent/x/y /home/agent/z && mv /tmp/b /work/w/ && mkfifo /tmp/fifo &&
@@ -222,7 +247,7 @@ attack realtime "E15 realtime scheduling after a realtime start: SCHED_FIFO, SCH
 # start-up would hide a short window: first-insn has none).
 : >"$T/first-insn.out"
 for i in $(seq 1 20); do
-  ctl jail run --name "fi-$i" --rootfs "$R" -- /bin/first-insn >>"$T/first-insn.out" 2>&1
+  ctl jail run --name "fi-$i" "${ROOT[@]}" -- /bin/first-insn >>"$T/first-insn.out" 2>&1
   ctl jail wait "fi-$i" >/dev/null
   ctl jail logs "fi-$i" >>"$T/first-insn.out"
   ctl jail rm "fi-$i" >/dev/null
@@ -287,9 +312,9 @@ WSD=$STATE/workspaces
 modes=allow
 if open_net_ready; then modes="allow open"; else ok "E17 in network mode open # SKIP $OPEN_NET_SKIP"; fi
 for mode in $modes; do
-  ctl jail run --name "xa-$mode" --rootfs "$R" --net "$mode" -- \
+  ctl jail run --name "xa-$mode" "${ROOT[@]}" --net "$mode" -- \
     /bin/attack xjail "A$mode" "B$mode" "$WSD/xb-$mode" 4 >/dev/null
-  ctl jail run --name "xb-$mode" --rootfs "$R" --net "$mode" -- \
+  ctl jail run --name "xb-$mode" "${ROOT[@]}" --net "$mode" -- \
     /bin/attack xjail "B$mode" "A$mode" "$WSD/xa-$mode" 4 >/dev/null
   for j in "xa-$mode" "xb-$mode"; do
     ctl jail wait "$j" >/dev/null
@@ -315,7 +340,7 @@ latency() {
   local tag=$1 n=$2 i
   : >"$T/lat-$tag"
   for i in $(seq 1 "$n"); do
-    ctl jail run --name "lat-$tag-$i" --rootfs "$R" -- /bin/attack sleep 0 2>"$T/lat.err" |
+    ctl jail run --name "lat-$tag-$i" "${ROOT[@]}" -- /bin/attack sleep 0 2>"$T/lat.err" |
       sed -n 's/.* started in \([0-9.]*\) ms.*/\1/p' >>"$T/lat-$tag"
     [ -s "$T/lat.err" ] && sed "s/^/#   start lat-$tag-$i failed: /" "$T/lat.err"
     ctl jail wait "lat-$tag-$i" >/dev/null 2>&1
@@ -341,13 +366,13 @@ CPUQ=$(($(nproc) * 1000 / 4))
 latency warmup 10 # let the jails of the attacks above finish cleaning up
 latency before $N
 HOLD=120
-ctl jail run --name bomb --rootfs "$R" --pids 64 --cpu "$CPUQ" -- /bin/attack forkbomb "$HOLD" \
+ctl jail run --name bomb "${ROOT[@]}" --pids 64 --cpu "$CPUQ" -- /bin/attack forkbomb "$HOLD" \
   >/dev/null
-ctl jail run --name hog --rootfs "$R" --memory 64M --cpu "$CPUQ" -- /bin/attack memhog 256 "$HOLD" \
+ctl jail run --name hog "${ROOT[@]}" --memory 64M --cpu "$CPUQ" -- /bin/attack memhog 256 "$HOLD" \
   >/dev/null
-ctl jail run --name fill-tmp --rootfs "$R" --tmp 64M --disk 128M -- \
+ctl jail run --name fill-tmp "${ROOT[@]}" --tmp 64M --disk 128M -- \
   /bin/attack diskfill 1024 "$HOLD" /tmp /dev/shm /home/agent >/dev/null
-ctl jail run --name fds --rootfs "$R" --pids 64 -- /bin/attack fdbomb 32 "$HOLD" >/dev/null
+ctl jail run --name fds "${ROOT[@]}" --pids 64 -- /bin/attack fdbomb 32 "$HOLD" >/dev/null
 hello_loop attacks &
 HELLO=$!
 sleep 2
@@ -394,7 +419,7 @@ is "no attack left a file on the guest" "$(ls "$T" | grep -c '^pwned-')" 0
 # agtd dies: its jails go on under their keepers (guest/keeper/keeper.h), never unsupervised: the
 # init's parent is its keeper, and when the keeper dies the jail dies with it
 # (PR_SET_PDEATHSIG on each init).
-ctl jail run --name orphan --rootfs "$R" -- /bin/attack sleep 3600 >/dev/null
+ctl jail run --name orphan "${ROOT[@]}" -- /bin/attack sleep 3600 >/dev/null
 ipid=$(python3 "$SRCDIR/tests/guest/rpc.py" "$SOCK" jail.inspect '{"name": "orphan"}' |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
 kpid=$(awk '/^PPid:/ {print $2}' "/proc/$ipid/status")
