@@ -76,9 +76,11 @@ like "agents ls: node's size" "$OUT" "node +22\.23\.5 +runtime +built +[0-9.]+ M
 for a in pi gemini; do
   sed "s/^  rootfs: test$/  rootfs: test\n  agent: $a/" "$T/config.yaml" >"$T/config-$a.yaml"
 done
-agt --config "$T/config-pi.yaml" jail run -d --name both-pi -- /bin/sh -c 'pi --version >/work/pi.out 2>&1; sleep 60' >/dev/null 2>&1
-agt --config "$T/config-gemini.yaml" jail run -d --name both-gemini -- /bin/sh -c 'gemini --version >/work/gemini.out 2>&1; sleep 60' >/dev/null 2>&1
-for _ in $(seq 1 100); do [ -s pi.out ] && [ -s gemini.out ] && break; sleep 0.2; done
+agt --config "$T/config-pi.yaml" jail run -d --name both-pi -- /bin/sh -c 'pi --version >/work/pi.out 2>&1; sleep 300' >/dev/null 2>&1
+agt --config "$T/config-gemini.yaml" jail run -d --name both-gemini -- /bin/sh -c 'gemini --version >/work/gemini.out 2>&1; sleep 300' >/dev/null 2>&1
+# each sleeps 300 s once its agent answered: both answers there means both ran at once (a
+# bound on how slow a start may be on a loaded machine, not a timing check)
+for _ in $(seq 1 600); do [ -s pi.out ] && [ -s gemini.out ] && break; sleep 0.2; done
 like "both are running at once" "$(agt jail ls)" "both-gemini +gemini +running"
 like "... pi as well" "$(agt jail ls)" "both-pi +pi +running"
 is "pi and gemini each ran in theirs" "$(cat pi.out gemini.out 2>/dev/null | tr '\n' ' ')" "0.73.1 0.61.0 "
