@@ -644,6 +644,8 @@ static int realtime;
  * process's CPUs back before its exec. */
 static cpu_set_t agent_cpus;
 static int agent_pinned;
+/* jail.exec: the command dies with the exec's init, which dies with agtd (PROTOCOL.md). */
+static int exec_command;
 
 static void set_policy(pid_t pid, int policy, int prio)
 {
@@ -664,6 +666,10 @@ static int agent_main(void *p)
     set_policy(0, SCHED_FIFO | SCHED_RESET_ON_FORK, AGT_PRIO_AGENT);
   if (agent_pinned)
     sched_setaffinity(0, sizeof agent_cpus, &agent_cpus);
+  /* In the jail's pid namespace the command's reaper would be the jail's init, which
+   * outlives agtd; the exec's init waits (CLONE_VFORK) until the exec, so it is alive here. */
+  if (exec_command)
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   exec_agent(p);
 }
 
@@ -1001,5 +1007,6 @@ void agt_jail_exec_child(const struct agt_spawn_plan *p)
   /* jail.exec -t: a terminal from the jail's devpts, as the jail's own */
   if (p->fds[5] >= 0 && !p->stdin_pipe)
     setup_terminal(p);
+  exec_command = 1;
   confine_and_run(p);
 }

@@ -51,7 +51,8 @@ is "a listing in JSON through the keeper" "$RC" 0
 # removing the socket ends the keeper
 rm -f "$SOCK"
 check "the keeper ends when its socket is removed" wait_until 5 gone "$KPID"
-check "and its SSH connection is closed" wait_until 5 test "$(conns)" = 0
+no_conns() { test "$(conns)" = 0; }
+check "and its SSH connection is closed" wait_until 5 no_conns
 
 # the VM's sshd goes away under a keeper: the next command connects again, and says so
 run agt jail ls

@@ -67,10 +67,24 @@ keeper_policies() {
 is "every keeper runs SCHED_OTHER (policy 0)" "$(keeper_policies)" "0 "
 check "every jail has said before" wait_until 30 all_logs_have before
 
+# A command started by jail.exec is agtd's: it does not outlive it (PROTOCOL.md).
+exec_sleep() {
+  local p n=0
+  for p in /proc/[0-9]*; do
+    [ "$(cat "$p/comm" 2>/dev/null)" = probe ] || continue
+    [ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" = "probe sleep 3131 " ] && n=$((n + 1))
+  done
+  echo "$n"
+}
+exec_sleeps() { test "$(exec_sleep)" "$@"; }
+ctl jail exec j1 -- probe sleep 3131 >/dev/null 2>&1 &
+check "an exec'd command runs" wait_until 10 exec_sleeps -gt 0
+
 # 1. agtd killed (SIGKILL): the jails go on, their keepers log what they write meanwhile.
 kill -KILL "$AGTD_PID"
 wait "$AGTD_PID" 2>/dev/null
 AGTD_PID=
+check "the exec'd command dies with agtd" wait_until 10 exec_sleeps = 0
 touch "$WS/go" "$WS/stop"
 check "while agtd is away, every jail's output reaches its log (during-i in console.log)" \
   wait_until 30 all_files_have during
@@ -90,7 +104,8 @@ stale_keepers() {
   done
   echo "$n"
 }
-check "the last agtd's prepared jails leave no keeper behind" wait_until 10 test "$(stale_keepers)" = 0
+no_stale_keepers() { test "$(stale_keepers)" = 0; }
+check "the last agtd's prepared jails leave no keeper behind" wait_until 10 no_stale_keepers
 like "the jail that exited meanwhile has its own exit code" "$(ctl jail wait ex)" "exit code 7"
 fin=$(python3 "$SRCDIR/tests/guest/rpc.py" "$SOCK" jail.inspect '{"name": "ex"}' |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["finished"])')
@@ -139,5 +154,6 @@ like "exec works after the upgrade" "$(ctl jail exec j1 -- /bin/sh -c 'echo exec
 like "stop works after the upgrade" "$(ctl jail stop j1 100; ctl jail wait j1)" "exit code"
 $TM kill-server 2>/dev/null
 remove_all_jails
-check "rm of every jail leaves no jail process" wait_until 10 test "$(jail_procs)" = 0
+no_jail_procs() { test "$(jail_procs)" = 0; }
+check "rm of every jail leaves no jail process" wait_until 10 no_jail_procs
 AGTD=$old
