@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,19 +22,27 @@
 #include "base64.h"
 #include "cleanup.h"
 #include "guest.h"
+#include "layers.h"
+#include "profile.h"
 #include "util.h"
 #include "xalloc.h"
 
 #define VERIFY_MAX_JAILS 64
 #define VERIFY_MEMORY (1024ull * 1024 * 1024) /* each jail's memory limit */
 #define VERIFY_PIDS 128                       /* and process limit */
+#define VERIFY_DISK (1024ull * 1024 * 1024)   /* --agent: and disk limit */
 #define VERIFY_LISTEN_BASE 4100               /* jail k listens on its own 127.0.0.1:4100+k */
 #define VERIFY_GUEST_SRC "/opt/agt/src"       /* lima/agt.yaml's param AgtSourceDir */
 #define VERIFY_TURN_PEAK (560ull << 20)       /* what one opencode turn peaks at, measured */
+#define VERIFY_MAX_AGENTS 16
+#define VERIFY_AGENT_JAILS 2       /* --agent: jails of each agent, unless --jails says */
+#define VERIFY_KEY "sk-agt-verify" /* the key the agents send: the model server takes any */
+#define VERIFY_MODEL "mock"        /* {model} in the profiles' files and batch */
 
 enum {
   OPT_TIMEOUT = 256,
   OPT_ROOTFS,
+  OPT_AGENT,
 };
 
 static const struct agt_opt opts[] = {
@@ -42,16 +51,21 @@ static const struct agt_opt opts[] = {
         OPT_ROOTFS, "rootfs", "REF",
         "the jails' rootfs (jail.rootfs: default, built from rootfs/default.yaml when missing)"),
     AGT_OPT_KEY(OPT_TIMEOUT, "timeout", "DURATION", "how long the agent turns may take (5m)"),
+    AGT_OPT_KEY(OPT_AGENT, "agent", "NAME",
+                "real turns of that agent (its profile: claude, codex, gemini, pi, opencode; "
+                "NAME,NAME or all), --jails N of each (2), its layers built when missing"),
     AGT_OPT_FORMAT_ENTRY,
     AGT_OPT_JSON_ENTRY,
     AGT_OPT_END,
 };
 
 static const struct agt_cmd_help help = {
-    "agt verify [--jails N] [--rootfs REF] [--timeout DURATION] [--json | --format TEMPLATE]",
-    "Run N jails of the real opencode agent at once against a test model on the guest, and "
-    "check what they did, saw and left behind (--json: the rows and the sums as one JSON "
-    "object at the end; --format: each row).",
+    "agt verify [--agent NAME|all] [--jails N] [--rootfs REF] [--timeout DURATION] "
+    "[--json | --format TEMPLATE]",
+    "Run N jails of the real opencode agent at once (--agent: of each agent named, from its "
+    "profile) against a test model on the guest, and check what they did, saw and left "
+    "behind; an agent that cannot run offline is reported as skipped, with why (--json: the "
+    "rows and the sums as one JSON object at the end; --format: each row).",
     opts};
 
 /* A growing string. */
@@ -85,9 +99,18 @@ static void sb_add_quoted(struct sb *b, const char *s)
   sb_addf(b, "%s", q);
 }
 
+/* An agent of --agent: its profile, its layers, its jails. */
+struct vagent {
+  const struct agt_profile *p;
+  json_t *layers; /* the store names of its layers, top first (empty: none) */
+  char *broken;   /* why its layers could not be built; NULL when they were */
+  unsigned first, count;
+};
+
 struct vjail {
   char name[64];
-  unsigned port; /* its own loopback listener, inside its network namespace */
+  struct vagent *a; /* --agent: its agent; NULL: opencode from the default rootfs */
+  unsigned port;    /* its own loopback listener, inside its network namespace */
   int started;
   double start_ms;
   char *workspace; /* as the guest sees it */
@@ -101,6 +124,7 @@ struct vjail {
   /* the proxy's log */
   int allowed, blocked;
   char *blocked_reason;
+  struct agt_strv refused; /* the other hosts the proxy refused it, HOST:PORT */
   /* seen from the guest after the turns */
   char *file; /* out.txt in its workspace; NULL when absent */
   struct agt_strv elsewhere;
@@ -117,8 +141,14 @@ struct vjail {
 
 struct verify {
   struct agt_ctx *c;
-  unsigned n;
+  unsigned n; /* jails in all */
   const char *rootfs;
+  const char *agent_arg; /* --agent */
+  int jails_given;
+  struct agt_profile_set profiles;
+  struct vagent a[VERIFY_MAX_AGENTS];
+  unsigned na;
+  char *arch; /* the guest's machine (daemon.status) */
   uint64_t timeout_s;
   char tag[16];
   char mark[64];     /* a directory on the guest that only the guest sees */
@@ -131,7 +161,7 @@ struct verify {
   struct agt_guest_proc model;
   int model_up;
   struct vjail j[VERIFY_MAX_JAILS];
-  unsigned checks, failed;
+  unsigned checks, failed, skipped;
   struct sb failures;
   json_t *json; /* --json: the rows, printed at the end */
   int guest_procs;
@@ -185,6 +215,8 @@ static void row(struct verify *v, const char *check, const char *jail, int ok, c
   detail = xvasprintf(fmt, ap);
   va_end(ap);
   v->checks++;
+  if (ok == 2)
+    v->skipped++;
   if (!ok) {
     v->failed++;
     sb_addf(&v->failures, "%s%s%s%s: %s", v->failures.len ? "; " : "", check, *jail ? " " : "",
@@ -192,11 +224,18 @@ static void row(struct verify *v, const char *check, const char *jail, int ok, c
   }
   if (v->json) {
     json_array_append_new(v->json, json_pack("{s:s, s:s?, s:s, s:s}", "check", check, "jail",
-                                             *jail ? jail : NULL, "result", ok ? "ok" : "FAIL",
+                                             *jail ? jail : NULL, "result",
+                                             ok == 2 ? "skip"
+                                             : ok    ? "ok"
+                                                     : "FAIL",
                                              "detail", detail));
     return;
   }
-  printf("%-11s %-16s %-6s %s\n", check, *jail ? jail : "-", ok ? "ok" : "FAIL", detail);
+  printf("%-11s %-16s %-6s %s\n", check, *jail ? jail : "-",
+         ok == 2 ? "skip"
+         : ok    ? "ok"
+                 : "FAIL",
+         detail);
   fflush(stdout);
 }
 
@@ -408,6 +447,196 @@ static int start_model(struct verify *v, agt_error_t *err)
   return 0;
 }
 
+/* --agent: the agents named (NAME,NAME or all: every agent profile that speaks a model API),
+ * each with --jails N jails (2). */
+static int select_agents(struct verify *v, agt_error_t *err)
+{
+  char **dirs = agt_profile_dirs(v->c->cfg.user_file);
+  cleanup_free char *list = xstrdup(v->agent_arg);
+  size_t nd = 0;
+  unsigned per = v->jails_given ? v->n : VERIFY_AGENT_JAILS;
+  char *save = NULL;
+  int r;
+
+  while (dirs[nd])
+    nd++;
+  r = agt_profiles_load((const char *const *)dirs, nd, &v->profiles, err);
+  for (size_t i = 0; i < nd; i++)
+    free(dirs[i]);
+  free(dirs);
+  if (r < 0)
+    return agt_error_wrap(err, "--agent: the agent profiles");
+  for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int all = strcmp(t, "all") == 0;
+    const struct agt_profile *p = all ? NULL : agt_profiles_find(&v->profiles, t);
+    if (!all && (p == NULL || p->kind != AGT_PROFILE_AGENT))
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "--agent %s: no agent profile of that name "
+                            "('agt agents ls' lists them)",
+                            t);
+    if (!all && p->api == AGT_API_NONE)
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "--agent %s: its profile (%s) speaks no model API: nothing to verify "
+                            "a turn against",
+                            t, p->file);
+    for (size_t i = 0; i < v->profiles.n; i++) {
+      const struct agt_profile *q = v->profiles.p[i];
+      int dup = 0;
+      if (all ? q->kind != AGT_PROFILE_AGENT || q->api == AGT_API_NONE : q != p)
+        continue;
+      for (unsigned k = 0; k < v->na; k++)
+        dup |= v->a[k].p == q;
+      if (dup)
+        continue;
+      if (v->na == VERIFY_MAX_AGENTS || (v->na + 1) * per > VERIFY_MAX_JAILS)
+        return agt_error_kind(err, AGT_E_INVALID, "--agent %s: at most %d jails in all",
+                              v->agent_arg, VERIFY_MAX_JAILS);
+      v->a[v->na].p = q;
+      v->a[v->na].first = v->na * per;
+      v->a[v->na].count = per;
+      v->a[v->na].layers = json_array();
+      v->na++;
+    }
+  }
+  if (v->na == 0)
+    return agt_error_kind(err, AGT_E_INVALID, "--agent %s: no agent", v->agent_arg);
+  v->n = v->na * per;
+  return 0;
+}
+
+static void say_building(void *ctx, const struct agt_layer *l)
+{
+  struct verify *v = ctx;
+  agt_note(v->c, "building layer %s (npm %s)", l->name, l->spec);
+}
+
+/* Each agent's layers, built when agtd lacks them.  An agent whose layers cannot be built
+ * fails its "layers" row and starts no jail; the others go on. */
+static void agent_layers(struct verify *v)
+{
+  for (unsigned k = 0; k < v->na; k++) {
+    struct vagent *a = &v->a[k];
+    struct agt_layer l[2];
+    struct sb names = {0};
+    size_t n = 0;
+    int built = 0;
+    double t = now_s();
+    agt_error_t e = NULL;
+
+    if (agt_agent_layers(&v->c->cfg, &v->profiles, a->p, v->arch, l, &n, &e) == 0 &&
+        agt_layers_build(&v->c->target, l, n, NULL, say_building, v, &built, &e) == 0) {
+      for (size_t i = 0; i < n; i++) {
+        json_array_append_new(a->layers, json_string(l[i].name));
+        sb_addf(&names, "%s%s", i ? " over " : "", l[i].name);
+      }
+      if (n == 0)
+        row(v, "layers", a->p->name, 1, "none: the base rootfs has it");
+      else if (built)
+        row(v, "layers", a->p->name, 1, "%s: %d built in %.1f s", names.s, built, now_s() - t);
+      else
+        row(v, "layers", a->p->name, 1, "%s: there", names.s);
+    } else {
+      a->broken = xstrdup(e->msg);
+      row(v, "layers", a->p->name, 0, "%s", e->msg);
+      agt_error_release(&e);
+    }
+    for (size_t i = 0; i < n; i++)
+      agt_layer_release(&l[i]);
+    free(names.s);
+  }
+}
+
+/* s with each {key} replaced by its value. */
+static char *fill(const char *s, const char *const *kv)
+{
+  struct sb b = {0};
+
+  while (*s) {
+    const char *const *p = NULL;
+    if (*s == '{')
+      for (p = kv; *p; p += 2)
+        if (strncmp(s + 1, p[0], strlen(p[0])) == 0 && s[1 + strlen(p[0])] == '}')
+          break;
+    if (p && *p) {
+      sb_addf(&b, "%s", p[1]);
+      s += strlen(p[0]) + 2;
+    } else {
+      sb_addf(&b, "%c", *s++);
+    }
+  }
+  return b.s ? b.s : xstrdup("");
+}
+
+/* Where the agent's profile points it: its API's base URL on the guest's loopback. */
+static char *agent_base_url(const struct verify *v, const struct agt_profile *p)
+{
+  int v1 = p->api == AGT_API_OPENAI_RESPONSES || p->api == AGT_API_OPENAI_CHAT;
+  return xasprintf("http://127.0.0.1:%u%s", v->model_port, v1 ? "/v1" : "");
+}
+
+/* What an agent's jail runs: its profile's files written into $HOME, then its batch form
+ * timed (as jail_script's opencode turn), its listener, and the wait. */
+static char *agent_script(const struct verify *v, const struct agt_profile *p)
+{
+  cleanup_free char *url = agent_base_url(v, p);
+  const char *kv[] = {
+      "base_url", url, "model", VERIFY_MODEL, "key_env", p->key_env ? p->key_env : "", NULL};
+  struct sb s = {0};
+
+  for (size_t i = 0; i < p->nfiles; i++) {
+    cleanup_free char *path = xasprintf("$HOME/%s", p->files[i].path);
+    cleanup_free char *content = fill(p->files[i].content, kv);
+    size_t n = strlen(content);
+    sb_addf(&s,
+            "f=\"%s\"; [ -e \"$f\" ] || { mkdir -p \"${f%%/*}\" && cat >\"$f\" <<'AGT_VERIFY_EOF'\n"
+            "%s%sAGT_VERIFY_EOF\n} || exit 1\n",
+            path, content, n && content[n - 1] == '\n' ? "" : "\n");
+  }
+  sb_addf(&s, "read t0 _ </proc/uptime\n"
+              "echo \"agt-verify: turn-start $t0\"\n"
+              "cd /work && \"$@\" </dev/null\n"
+              "rc=$?\n"
+              "read t1 _ </proc/uptime\n"
+              "echo \"agt-verify: turn-end $t1 $rc\"\n"
+              "(while :; do nc -l -p \"$AGT_VERIFY_PORT\" -e echo \"agt-verify $AGT_VERIFY_NAME\"; "
+              "done) </dev/null >/dev/null 2>&1 &\n"
+              "exec sleep 3600\n");
+  return s.s;
+}
+
+/* An agent jail's argv and environment, from its profile: the batch form with the prompt
+ * and the flags that skip its permission prompts (nobody answers them), its variables, its
+ * key (a fake one) and its base URL (the model server, through agtd's proxy). */
+static void agent_params(const struct verify *v, const struct vjail *j, json_t **argv, json_t **env)
+{
+  const struct agt_profile *p = j->a->p;
+  cleanup_free char *script = agent_script(v, p);
+  cleanup_free char *prompt = xasprintf("AGT-WRITE /work/out.txt %s", j->name);
+  cleanup_free char *url = agent_base_url(v, p);
+  const char *kv[] = {"prompt", prompt, "model", VERIFY_MODEL, NULL};
+  char port[16];
+
+  *argv = json_pack("[s, s, s, s]", "/bin/sh", "-c", script, "agt-verify");
+  for (char **a = p->batch; a && *a; a++) {
+    cleanup_free char *x = fill(*a, kv);
+    json_array_append_new(*argv, json_string(x));
+  }
+  for (char **a = p->skip_permissions; a && *a; a++)
+    json_array_append_new(*argv, json_string(*a));
+  snprintf(port, sizeof port, "%u", j->port);
+  *env = json_pack("{s:s, s:s, s:s, s:s}", "NO_PROXY", "localhost,::1", "no_proxy", "localhost,::1",
+                   "AGT_VERIFY_NAME", j->name, "AGT_VERIFY_PORT", port);
+  for (char **e = p->set_env; e && *e; e++) {
+    const char *eq = strchr(*e, '=');
+    cleanup_free char *name = xstrndup(*e, (size_t)(eq - *e));
+    json_object_set_new(*env, name, json_string(eq + 1));
+  }
+  if (p->key_env)
+    json_object_set_new(*env, p->key_env, json_string(VERIFY_KEY));
+  if (p->base_url_env)
+    json_object_set_new(*env, p->base_url_env, json_string(url));
+}
+
 /* What each jail runs: a timed opencode turn, then a listener of its own on its loopback,
  * then it waits to be probed and removed. */
 static const char jail_script[] =
@@ -461,17 +690,35 @@ static void start_jails(struct verify *v)
   char allow[64];
 
   snprintf(allow, sizeof allow, "127.0.0.1:%u", v->model_port);
-  agt_note(v->c, "starting %u jails of opencode", v->n);
+  if (v->na)
+    agt_note(v->c, "starting %u jails: %u of each agent", v->n, v->a[0].count);
+  else
+    agt_note(v->c, "starting %u jails of opencode", v->n);
   for (unsigned k = 0; k < v->n && !interrupted; k++) {
     struct vjail *j = &v->j[k];
-    json_t *params, *res = NULL;
+    json_t *params, *res = NULL, *argv, *env;
     agt_error_t e = NULL;
 
-    params = json_pack("{s:s, s:s, s:s, s:[s,s,s], s:o, s:{s:I, s:I}, s:{s:s, s:o}}", "name",
-                       j->name, "agent", "opencode", "rootfs", v->rootfs, "argv", "/bin/sh", "-c",
-                       jail_script, "env", jail_env(v, j), "limits", "memory",
-                       (json_int_t)VERIFY_MEMORY, "pids", (json_int_t)VERIFY_PIDS, "network",
-                       "mode", "allow", "allow", json_pack("[s]", allow));
+    if (j->a && j->a->broken) {
+      row(v, "start", j->name, 0, "not started: %s's layers could not be built", j->a->p->name);
+      continue;
+    }
+    if (j->a) {
+      agent_params(v, j, &argv, &env);
+    } else {
+      argv = json_pack("[s,s,s]", "/bin/sh", "-c", jail_script);
+      env = jail_env(v, j);
+    }
+    params =
+        json_pack("{s:s, s:s, s:s, s:o, s:o, s:{s:I, s:I}, s:{s:s, s:o}}", "name", j->name, "agent",
+                  j->a ? j->a->p->name : "opencode", "rootfs", v->rootfs, "argv", argv, "env", env,
+                  "limits", "memory", (json_int_t)VERIFY_MEMORY, "pids", (json_int_t)VERIFY_PIDS,
+                  "network", "mode", "allow", "allow", json_pack("[s]", allow));
+    if (j->a && json_array_size(j->a->layers))
+      json_object_set(params, "layers", j->a->layers);
+    if (j->a) /* agtd's default disk limit, times 10 jails, is more than a small disk has */
+      json_object_set_new(json_object_get(params, "limits"), "disk",
+                          json_integer((json_int_t)VERIFY_DISK));
     if (agt_target_call(&v->c->target, "jail.run", params, &res, &e) < 0) {
       row(v, "start", j->name, 0, "jail.run failed: %s", e->msg);
       agt_error_release(&e);
@@ -479,7 +726,8 @@ static void start_jails(struct verify *v)
       j->started = 1;
       j->start_ms = json_number_value(json_object_get(res, "start_ms"));
       j->workspace = xstrdup(str(res, "workspace"));
-      row(v, "start", j->name, 1, "started in %.1f ms; allowlist %s", j->start_ms, allow);
+      row(v, "start", j->name, 1, "%s started in %.1f ms; allowlist %s",
+          j->a ? j->a->p->name : "opencode", j->start_ms, allow);
     }
     json_decref(params);
     json_decref(res);
@@ -572,8 +820,18 @@ static void read_netlogs(struct verify *v)
     json_array_foreach(json_object_get(res, "entries"), i, e)
     {
       const char *d = str(e, "decision");
-      if (json_integer_value(json_object_get(e, "port")) != (json_int_t)v->model_port)
+      if (json_integer_value(json_object_get(e, "port")) != (json_int_t)v->model_port ||
+          strcmp(str(e, "host"), "127.0.0.1") != 0) {
+        /* another host: what an agent wants besides the model (refused offline) */
+        cleanup_free char *hp = xasprintf(
+            "%s:%lld", str(e, "host"), (long long)json_integer_value(json_object_get(e, "port")));
+        int seen = 0;
+        for (size_t h = 0; h < j->refused.n; h++)
+          seen |= strcmp(j->refused.v[h], hp) == 0;
+        if (strcmp(d, "blocked") == 0 && !seen)
+          agt_strv_push(&j->refused, hp);
         continue;
+      }
       if (strcmp(d, "allowed") == 0) {
         j->allowed++;
       } else if (strcmp(d, "blocked") == 0) {
@@ -677,7 +935,8 @@ static const char probe_script[] =
     "echo \"word $(cat /work/out.txt 2>/dev/null)\"\n"
     "for p in \"$@\"; do [ -e \"$p\" ] && echo \"sees $p\"; done\n"
     "n=0; for d in /proc/[0-9]*; do n=$((n + 1)); "
-    "echo \"proc ${d#/proc/} $(tr '\\0' ' ' <\"$d/cmdline\" 2>/dev/null | cut -c1-120)\"; done\n"
+    "echo \"proc ${d#/proc/} $(tr '\\0\\n' '  ' <\"$d/cmdline\" 2>/dev/null | cut -c1-120)\"; "
+    "done\n"
     "echo \"procs $n\"\n"
     "conn() { /bin/bash -c 'exec 3<>/dev/tcp/127.0.0.1/$0 || exit 1; IFS= read -t 1 -r l <&3; "
     "echo \"open:$l\"' \"$1\" 2>/dev/null || echo refused; }\n"
@@ -833,19 +1092,38 @@ static const char *mib(uint64_t n, char *buf, size_t len)
   return agt_human_bytes(n, buf, len);
 }
 
+/* The last line the agent printed before its turn ended (its error, when it failed). */
+static char *last_words(const struct vjail *j)
+{
+  const char *log = j->log.s ? j->log.s : "", *end = strstr(log, "agt-verify: turn-end ");
+  const char *b;
+
+  if (end == NULL)
+    end = log + strlen(log);
+  while (end > log && (end[-1] == '\n' || end[-1] == ' '))
+    end--;
+  for (b = end; b > log && b[-1] != '\n'; b--)
+    ;
+  if (strncmp(b, "agt-verify: turn-start", 22) == 0 || b == end)
+    return xstrdup("nothing");
+  return xasprintf("'%.*s'", (int)(end - b > 300 ? 300 : end - b), b);
+}
+
 static void check_turns(struct verify *v)
 {
   for (unsigned k = 0; k < v->n; k++) {
     struct vjail *j = &v->j[k];
-    cleanup_free char *why = NULL;
+    const char *who = j->a ? j->a->p->name : "opencode";
+    cleanup_free char *why = NULL, *words = NULL;
+    struct sb others = {0};
 
     if (!j->started)
       continue;
     if (j->file && strcmp(j->file, j->name) == 0 && j->turn_done) {
       row(v, "turn", j->name, 1,
-          "opencode wrote out.txt = %s into its workspace in %.1f s (exit %d); %d model "
+          "%s wrote out.txt = %s into its workspace in %.1f s (exit %d); %d model "
           "requests through the proxy",
-          j->file, j->t1 - j->t0, j->rc, j->allowed);
+          who, j->file, j->t1 - j->t0, j->rc, j->allowed);
       continue;
     }
     if (!j->turn_done)
@@ -853,16 +1131,73 @@ static void check_turns(struct verify *v)
                       j->gone ? ": the jail exited" : " within --timeout", j->reason ? " (" : "",
                       j->reason ? j->reason : "", j->reason ? ")" : "");
     else
-      why = xasprintf("opencode exited %d after %.1f s", j->rc, j->t1 - j->t0);
-    if (j->file)
+      why = xasprintf("%s exited %d after %.1f s", who, j->rc, j->t1 - j->t0);
+    if (j->a)
+      words = last_words(j);
+    for (size_t i = 0; i < j->refused.n; i++)
+      sb_addf(&others, "%s%s", i ? ", " : "", j->refused.v[i]);
+    if (j->a && others.len) /* it wanted more than the model, and could not do without it */
+      row(v, "turn", j->name, 2,
+          "%s cannot run offline here: it insists on %s (refused: only the model is on its "
+          "allowlist); %s; its last words: %s",
+          who, others.s, why, words);
+    else if (j->file)
       row(v, "turn", j->name, 0, "out.txt holds '%s', not its name; %s", j->file, why);
     else
       row(v, "turn", j->name, 0,
           "no out.txt in its workspace %s: the agent could not complete its turn; %s; %d "
-          "model requests allowed, %d refused%s%s%s",
+          "model requests allowed, %d refused%s%s%s%s%s",
           j->workspace ? j->workspace : "", why, j->allowed, j->blocked,
           j->blocked_reason ? " (the proxy: " : "", j->blocked_reason ? j->blocked_reason : "",
-          j->blocked_reason ? ")" : "");
+          j->blocked_reason ? ")" : "", words ? "; its last words: " : "", words ? words : "");
+    free(others.s);
+  }
+}
+
+/* --agent: one row per agent, from its jails' turn rows: ok when every turn wrote its file,
+ * skipped when a turn could not run offline (and none failed otherwise). */
+static void check_agents(struct verify *v)
+{
+  for (unsigned k = 0; k < v->na; k++) {
+    struct vagent *a = &v->a[k];
+    const char *ver = a->p->npm ? agt_layer_pin(&v->c->cfg, a->p) : NULL;
+    unsigned ok = 0, skip = 0;
+    double lo = 0, hi = 0;
+    int req = 0;
+    struct sb need = {0};
+
+    for (unsigned i = a->first; i < a->first + a->count; i++) {
+      struct vjail *j = &v->j[i];
+      if (!j->started)
+        continue;
+      if (j->file && strcmp(j->file, j->name) == 0 && j->turn_done) {
+        double d = j->t1 - j->t0;
+        if (ok == 0 || d < lo)
+          lo = d;
+        if (ok == 0 || d > hi)
+          hi = d;
+        ok++;
+        req += j->allowed;
+      } else if (j->refused.n) {
+        skip++;
+        for (size_t h = 0; h < j->refused.n; h++)
+          if (need.s == NULL || strstr(need.s, j->refused.v[h]) == NULL)
+            sb_addf(&need, "%s%s", need.len ? ", " : "", j->refused.v[h]);
+      }
+    }
+    if (ok == a->count)
+      row(v, "agent", a->p->name, 1,
+          "%s %s (%s, %s): %u of %u turns wrote their files offline, in %.1f to %.1f s; %d "
+          "model requests",
+          a->p->name, ver ? ver : "from the base rootfs", agt_profile_runtime_name(a->p->runtime),
+          agt_profile_api_name(a->p->api), ok, a->count, lo, hi, req);
+    else if (skip && ok + skip == a->count)
+      row(v, "agent", a->p->name, 2, "skipped: %s cannot run offline: it insists on %s", a->p->name,
+          need.s);
+    else
+      row(v, "agent", a->p->name, 0, "%u of %u turns wrote their files%s%s", ok, a->count,
+          a->broken ? ": its layers could not be built: " : "", a->broken ? a->broken : "");
+    free(need.s);
   }
 }
 
@@ -987,8 +1322,8 @@ static void check_isolation(struct verify *v, size_t npaths)
       }
     }
     if (model && strncmp(model, "refused", 7) != 0)
-      sb_addf(&nets, "%sthe guest's 127.0.0.1:%u answered directly", nets.len ? ", " : "",
-              v->model_port);
+      sb_addf(&nets, "%sthe guest's 127.0.0.1:%u answered directly (%s)", nets.len ? ", " : "",
+              v->model_port, model);
     if (j->guest_conn && strncmp(j->guest_conn, "refused", 7) != 0 &&
         strstr(j->guest_conn, j->name))
       sb_addf(&nets, "%sthe guest reached the jail's 127.0.0.1:%u", nets.len ? ", " : "", j->port);
@@ -1188,12 +1523,16 @@ static int verify_opt(void *ctx, int key, const char *arg, agt_error_t *err)
     if (n < 1 || n > VERIFY_MAX_JAILS)
       return agt_error_kind(err, AGT_E_INVALID, "--jails %s: give 1 to %d", arg, VERIFY_MAX_JAILS);
     v->n = (unsigned)n;
+    v->jails_given = 1;
     return 0;
   case OPT_ROOTFS:
     v->rootfs = arg;
     return 0;
   case OPT_TIMEOUT:
     return agt_parse_duration("--timeout", arg, &v->timeout_s, err);
+  case OPT_AGENT:
+    v->agent_arg = arg;
+    return 0;
   case AGT_OPT_JSON:
     if (v->json == NULL)
       v->json = json_array();
@@ -1212,6 +1551,7 @@ static void release(struct verify *v)
     free(j->log.s);
     free(j->reason);
     free(j->blocked_reason);
+    agt_strv_clear(&j->refused);
     free(j->file);
     agt_strv_clear(&j->elsewhere);
     free(j->guest_conn);
@@ -1219,6 +1559,12 @@ static void release(struct verify *v)
     free(j->probe);
     agt_strv_clear(&j->left);
   }
+  for (unsigned k = 0; k < v->na; k++) {
+    json_decref(v->a[k].layers);
+    free(v->a[k].broken);
+  }
+  agt_profiles_release(&v->profiles);
+  free(v->arch);
   free(v->src);
   free(v->src_missing);
   free(v->model_path);
@@ -1247,7 +1593,15 @@ int cmd_verify(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     free(v);
     return i == -2 ? 0 : -1;
   }
+  if (v->agent_arg && select_agents(v, err) < 0) {
+    release(v);
+    free(v);
+    return -1;
+  }
   random_tag(v->tag, sizeof v->tag);
+  for (unsigned k = 0; k < v->na; k++)
+    for (unsigned x = v->a[k].first; x < v->a[k].first + v->a[k].count; x++)
+      v->j[x].a = &v->a[k];
   for (unsigned k = 0; k < v->n; k++) {
     snprintf(v->j[k].name, sizeof v->j[k].name, "verify-%s-%02u", v->tag, k + 1);
     v->j[k].port = VERIFY_LISTEN_BASE + k + 1;
@@ -1266,6 +1620,12 @@ int cmd_verify(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   }
   v->state_dir = xstrdup(str(st, "state_dir"));
   v->agtd_pid = (long long)json_integer_value(json_object_get(st, "pid"));
+  if (json_string_value(json_object_get(st, "arch")))
+    v->arch = xstrdup(json_string_value(json_object_get(st, "arch")));
+  else {
+    struct utsname un;
+    v->arch = xstrdup(uname(&un) == 0 ? un.machine : "unknown");
+  }
   if (v->json == NULL)
     printf("%-11s %-16s %-6s %s\n", "CHECK", "JAIL", "RESULT", "DETAIL");
   row(v, "agtd", "", 1, "%s at %s, cgroup v%lld, state %s",
@@ -1277,6 +1637,7 @@ int cmd_verify(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     goto out;
   if (ensure_rootfs(v, err) < 0 || start_model(v, err) < 0)
     goto out;
+  agent_layers(v);
 
   t_turns = now_s();
   start_jails(v);
@@ -1289,6 +1650,7 @@ int cmd_verify(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     goto out;
   probe_jails(v, paths.v, err);
   check_turns(v);
+  check_agents(v);
   check_leaks(v);
   check_concurrency(v);
   check_isolation(v, paths.n);
@@ -1318,15 +1680,16 @@ out:
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
   if (r == 0 && v->json) {
-    json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:f, s:O}", "jails", (int)v->n, "checks",
-                          (int)v->checks, "passed", (int)(v->checks - v->failed), "failed",
-                          (int)v->failed, "seconds", now_s() - t_begin, "rows", v->json);
+    json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:f, s:O}", "jails", (int)v->n, "checks",
+                          (int)v->checks, "passed", (int)(v->checks - v->failed - v->skipped),
+                          "failed", (int)v->failed, "skipped", (int)v->skipped, "seconds",
+                          now_s() - t_begin, "rows", v->json);
     if (agt_print_out(o, v->json, err) < 0)
       r = -1;
     json_decref(o);
   } else if (r == 0) {
-    printf("verify: %u jails, %u checks, %u passed, %u failed, %.1f s\n", v->n, v->checks,
-           v->checks - v->failed, v->failed, now_s() - t_begin);
+    printf("verify: %u jails, %u checks, %u passed, %u failed, %u skipped, %.1f s\n", v->n,
+           v->checks, v->checks - v->failed - v->skipped, v->failed, v->skipped, now_s() - t_begin);
   }
   if (r == 0) {
     if (v->failed)
