@@ -232,7 +232,7 @@ void agtd_release(agtd_t *d)
 
   d->shutting_down = 1;
   for (agt_jail_t *j = d->jails; j; j = j->next)
-    kept += j->keep_open;
+    kept += j->run.keep_open;
   if (kept)
     agt_log_info("%d jails go on running under their keepers", kept);
   agt_start_prio_release(d);

@@ -50,7 +50,7 @@ static enum agt_jail_state state_from_name(const char *s)
 agt_jail_t *agt_jail_find(struct agtd_s *d, const char *name)
 {
   for (agt_jail_t *j = d->jails; j; j = j->next)
-    if (strcmp(j->name, name) == 0 && !j->removing)
+    if (strcmp(j->rec.name, name) == 0 && !j->run.removing)
       return j;
   return NULL;
 }
@@ -82,14 +82,14 @@ static const char *const default_env[] = {
 
 static void paths_init(agt_jail_t *j)
 {
-  j->dir = xasprintf("%s/%s", j->d->jails_dir, j->name);
-  j->upper = xasprintf("%s/rw/upper", j->dir);
-  j->work = xasprintf("%s/rw/work", j->dir);
-  j->merged = xasprintf("%s/root", j->dir);
-  j->log_path = xasprintf("%s/console.log", j->dir);
-  j->log_old_path = xasprintf("%s/console.log.1", j->dir);
-  j->net_log_path = xasprintf("%s/net.log", j->dir);
-  agt_outlog_open(&j->log, j->log_path, j->log_old_path, AGT_JAIL_DEFAULT_LOG);
+  j->rec.dir = xasprintf("%s/%s", j->d->jails_dir, j->rec.name);
+  j->rec.upper = xasprintf("%s/rw/upper", j->rec.dir);
+  j->rec.work = xasprintf("%s/rw/work", j->rec.dir);
+  j->rec.merged = xasprintf("%s/root", j->rec.dir);
+  j->rec.log_path = xasprintf("%s/console.log", j->rec.dir);
+  j->rec.log_old_path = xasprintf("%s/console.log.1", j->rec.dir);
+  j->rec.net_log_path = xasprintf("%s/net.log", j->rec.dir);
+  agt_outlog_open(&j->out.log, j->rec.log_path, j->rec.log_old_path, AGT_JAIL_DEFAULT_LOG);
 }
 
 static agt_jail_t *jail_new(struct agtd_s *d, const char *name)
@@ -97,17 +97,17 @@ static agt_jail_t *jail_new(struct agtd_s *d, const char *name)
   agt_jail_t *j = xzalloc(sizeof *j);
 
   j->d = d;
-  j->name = xstrdup(name);
-  j->pidfd = -1;
-  j->log.fd = -1;
-  j->keep_fd = -1;
-  j->keeper_pidfd = -1;
-  j->tty_fd = -1;
-  j->attach_go_fd = -1;
-  j->rows = 24;
-  j->cols = 80;
-  uv_timer_init(d->loop, &j->stop_timer);
-  j->stop_timer.data = j;
+  j->rec.name = xstrdup(name);
+  j->run.pidfd = -1;
+  j->out.log.fd = -1;
+  j->run.keep_fd = -1;
+  j->run.keeper_pidfd = -1;
+  j->out.tty_fd = -1;
+  j->run.attach_go_fd = -1;
+  j->out.rows = 24;
+  j->out.cols = 80;
+  uv_timer_init(d->loop, &j->run.stop_timer);
+  j->run.stop_timer.data = j;
   paths_init(j);
   return j;
 }
@@ -300,10 +300,10 @@ int agt_jail_disk_promise(struct agtd_s *d, const agt_jail_t *j, agt_error_t *er
   uint64_t running = 0;
 
   for (agt_jail_t *o = d->jails; o; o = o->next)
-    if (o != j && (o->state == AGT_JAIL_STARTING || o->state == AGT_JAIL_RUNNING ||
-                   o->state == AGT_JAIL_STOPPING))
-      running += o->limits.disk_bytes ? o->limits.disk_bytes : d->disk->capacity;
-  return agt_disk_promise(d->disk, running, j->limits.disk_bytes, j->name, err);
+    if (o != j && (o->rec.state == AGT_JAIL_STARTING || o->rec.state == AGT_JAIL_RUNNING ||
+                   o->rec.state == AGT_JAIL_STOPPING))
+      running += o->rec.limits.disk_bytes ? o->rec.limits.disk_bytes : d->disk->capacity;
+  return agt_disk_promise(d->disk, running, j->rec.limits.disk_bytes, j->rec.name, err);
 }
 
 static uid_t alloc_uid(struct agtd_s *d)
@@ -312,7 +312,7 @@ static uid_t alloc_uid(struct agtd_s *d)
     uid_t uid = AGT_JAIL_UID_BASE + slot;
     agt_jail_t *j;
     for (j = d->jails; j; j = j->next)
-      if (j->uid == uid)
+      if (j->rec.uid == uid)
         break;
     if (j == NULL)
       return uid;
@@ -384,16 +384,16 @@ int agt_jail_path_allowed(struct agtd_s *d, const char *what, const char *ws, ag
                           ws, at_or_above(ws, layers) ? "holds" : "is inside", layers);
   for (agt_jail_t *o = d->jails; o; o = o->next) {
     cleanup_free char *theirs = NULL;
-    if (!o->workspace_owned)
+    if (!o->rec.workspace_owned)
       continue;
-    theirs = real_or_given(o->workspace);
+    theirs = real_or_given(o->rec.workspace);
     if (at_or_above(ws, theirs) || at_or_above(theirs, ws))
       return agt_error_kind(err, AGT_E_INVALID, "%s '%s' %s the workspace agtd made for jail '%s'",
                             what, ws,
                             strcmp(ws, theirs) == 0   ? "is"
                             : at_or_above(ws, theirs) ? "holds"
                                                       : "is inside",
-                            o->name);
+                            o->rec.name);
   }
   return 0;
 }
@@ -413,14 +413,14 @@ char *agt_identity_group(gid_t gid)
 
 void agt_jail_identity(agt_jail_t *j, char **passwd, char **group)
 {
-  *passwd = agt_identity_passwd(j->uid, j->gid);
-  *group = agt_identity_group(j->gid);
+  *passwd = agt_identity_passwd(j->rec.uid, j->rec.gid);
+  *group = agt_identity_group(j->rec.gid);
 }
 
 static int write_identity(agt_jail_t *j, agt_error_t *err)
 {
-  cleanup_free char *etc = xasprintf("%s/etc", j->upper);
-  cleanup_free char *home = xasprintf("%s/home/agent", j->upper);
+  cleanup_free char *etc = xasprintf("%s/etc", j->rec.upper);
+  cleanup_free char *home = xasprintf("%s/home/agent", j->rec.upper);
   cleanup_free char *passwd_path = xasprintf("%s/passwd", etc);
   cleanup_free char *group_path = xasprintf("%s/group", etc);
   cleanup_free char *passwd = NULL;
@@ -430,7 +430,7 @@ static int write_identity(agt_jail_t *j, agt_error_t *err)
 
   if (agt_mkdir_p(etc, 0755, err) < 0 || agt_mkdir_p(home, 0755, err) < 0)
     return -1;
-  if (chown(home, j->uid, j->gid) < 0 || chmod(home, 0700) < 0)
+  if (chown(home, j->rec.uid, j->rec.gid) < 0 || chmod(home, 0700) < 0)
     return agt_error_make(err, errno, "chown '%s'", home);
   if (agt_write_file_atomic(passwd_path, passwd, strlen(passwd), 0644, err) < 0 ||
       agt_write_file_atomic(group_path, group, strlen(group), 0644, err) < 0)
@@ -443,7 +443,7 @@ static int home_owner(agt_jail_t *j, uid_t *uid, gid_t *gid)
 {
   struct stat st;
 
-  if (lstat(j->binds.home_path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid == 0)
+  if (lstat(j->rec.binds.home_path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid == 0)
     return 0;
   *uid = st.st_uid;
   *gid = st.st_gid;
@@ -458,19 +458,20 @@ int agt_jail_home_prepare(agt_jail_t *j, agt_error_t *err)
   gid_t group;
   agt_jail_t *o;
 
-  if (agt_home_ensure(j->d->disk, j->binds.home_path, j->uid, j->gid, &owner, &group, err) < 0)
+  if (agt_home_ensure(j->d->disk, j->rec.binds.home_path, j->rec.uid, j->rec.gid, &owner, &group,
+                      err) < 0)
     return -1;
-  if (owner == j->uid && group == j->gid)
+  if (owner == j->rec.uid && group == j->rec.gid)
     return 0;
-  if ((o = agt_jail_home_user(j->d, j->binds.home_path)) != NULL)
+  if ((o = agt_jail_home_user(j->d, j->rec.binds.home_path)) != NULL)
     return agt_error_kind(err, AGT_E_BUSY,
                           "the home of %s's %s (%s) belongs to uid %u, which jail '%s' runs as; "
                           "this jail's user is uid %u (its workspace's owner): stop '%s' first",
-                          j->binds.home_user, j->agent, j->binds.home_path, (unsigned)owner,
-                          o->name, (unsigned)j->uid, o->name);
+                          j->rec.binds.home_user, j->rec.agent, j->rec.binds.home_path,
+                          (unsigned)owner, o->rec.name, (unsigned)j->rec.uid, o->rec.name);
   agt_log_info("home %s: from uid %u to uid %u (the owner of jail '%s''s workspace)",
-               j->binds.home_path, (unsigned)owner, (unsigned)j->uid, j->name);
-  return agt_home_chown(j->binds.home_path, j->uid, j->gid, err);
+               j->rec.binds.home_path, (unsigned)owner, (unsigned)j->rec.uid, j->rec.name);
+  return agt_home_chown(j->rec.binds.home_path, j->rec.uid, j->rec.gid, err);
 }
 
 /* "size": [rows, cols], the terminal's first size. */
@@ -486,8 +487,8 @@ static int parse_size(json_t *params, agt_jail_t *j, agt_error_t *err)
   if (!json_is_array(v) || json_array_size(v) != 2 || rows < 1 || rows > 1000 || cols < 1 ||
       cols > 1000)
     return agt_error_kind(err, AGT_E_INVALID, "'size' must be [rows, cols] within 1..1000");
-  j->rows = (unsigned short)rows;
-  j->cols = (unsigned short)cols;
+  j->out.rows = (unsigned short)rows;
+  j->out.cols = (unsigned short)cols;
   return 0;
 }
 
@@ -506,8 +507,8 @@ static int resolve_layers(struct agtd_s *d, agt_jail_t *j, json_t *v, agt_error_
   n = json_array_size(v);
   if (n == 0)
     return 0;
-  j->layer_ids = xzalloc((n + 1) * sizeof *j->layer_ids);
-  j->layer_paths = xzalloc((n + 1) * sizeof *j->layer_paths);
+  j->rec.layer_ids = xzalloc((n + 1) * sizeof *j->rec.layer_ids);
+  j->rec.layer_paths = xzalloc((n + 1) * sizeof *j->rec.layer_paths);
   json_array_foreach(v, i, ref)
   {
     json_t *info = NULL;
@@ -515,8 +516,8 @@ static int resolve_layers(struct agtd_s *d, agt_jail_t *j, json_t *v, agt_error_
       return agt_error_kind(err, AGT_E_INVALID, "'layers'[%zu] must be a string", i);
     if (agtd_rootfs_resolve(d, json_string_value(ref), &info, err) < 0)
       return agt_error_wrap(err, "layer '%s'", json_string_value(ref));
-    j->layer_ids[i] = xstrdup(json_string_value(json_object_get(info, "id")));
-    j->layer_paths[i] = xstrdup(json_string_value(json_object_get(info, "path")));
+    j->rec.layer_ids[i] = xstrdup(json_string_value(json_object_get(info, "id")));
+    j->rec.layer_paths[i] = xstrdup(json_string_value(json_object_get(info, "path")));
     json_decref(info);
   }
   return 0;
@@ -524,9 +525,9 @@ static int resolve_layers(struct agtd_s *d, agt_jail_t *j, json_t *v, agt_error_
 
 int agt_jail_uses_rootfs(const agt_jail_t *j, const char *id)
 {
-  if (strcmp(j->rootfs_id, id) == 0)
+  if (strcmp(j->rec.rootfs_id, id) == 0)
     return 1;
-  for (char **l = j->layer_ids; l && *l; l++)
+  for (char **l = j->rec.layer_ids; l && *l; l++)
     if (strcmp(*l, id) == 0)
       return 1;
   return 0;
@@ -537,7 +538,7 @@ static int is_secret(const agt_jail_t *j, const char *entry)
 {
   size_t n = strcspn(entry, "=");
 
-  for (char **s = j->secrets; s && *s; s++)
+  for (char **s = j->rec.secrets; s && *s; s++)
     if (strlen(*s) == n && strncmp(*s, entry, n) == 0)
       return 1;
   return 0;
@@ -592,11 +593,11 @@ static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_p
       return agt_error_make(err, errno, "stat workspace '%s'", ws);
   }
   j = jail_new(d, name);
-  j->agent = xstrdup(agent);
-  j->created = time(NULL);
-  j->state = AGT_JAIL_CREATED;
+  j->rec.agent = xstrdup(agent);
+  j->rec.created = time(NULL);
+  j->rec.state = AGT_JAIL_CREATED;
 
-  if (agt_param_bool(params, "tty", &j->tty, err) < 0 || parse_size(params, j, err) < 0)
+  if (agt_param_bool(params, "tty", &j->rec.tty, err) < 0 || parse_size(params, j, err) < 0)
     goto fail;
   if (json_object_get(params, "argv") && json_object_get(params, "args")) {
     agt_error_kind(err, AGT_E_INVALID,
@@ -604,8 +605,8 @@ static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_p
     goto fail;
   }
   if (json_object_get(params, "argv")) {
-    j->argv = strv_from_json(json_object_get(params, "argv"), "argv", AGT_JAIL_ARGV_MAX, err);
-    if (j->argv == NULL)
+    j->rec.argv = strv_from_json(json_object_get(params, "argv"), "argv", AGT_JAIL_ARGV_MAX, err);
+    if (j->rec.argv == NULL)
       goto fail;
   } else {
     size_t i, n, nargs = 0;
@@ -624,45 +625,46 @@ static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_p
       while (args[nargs])
         nargs++;
     }
-    const char *const *pargv = j->tty ? profiles[i].tty_argv : profiles[i].argv;
+    const char *const *pargv = j->rec.tty ? profiles[i].tty_argv : profiles[i].argv;
     for (n = 0; pargv[n]; n++)
       ;
-    j->argv = xzalloc((n + nargs + 1) * sizeof *j->argv);
+    j->rec.argv = xzalloc((n + nargs + 1) * sizeof *j->rec.argv);
     for (size_t m = 0; m < n; m++)
-      j->argv[m] = xstrdup(pargv[m]);
+      j->rec.argv[m] = xstrdup(pargv[m]);
     for (size_t m = 0; m < nargs; m++)
-      j->argv[n + m] = xstrdup(args[m]);
+      j->rec.argv[n + m] = xstrdup(args[m]);
   }
-  if (agt_net_policy_from_json(json_object_get(params, "network"), &j->net, err) < 0)
+  if (agt_net_policy_from_json(json_object_get(params, "network"), &j->rec.net, err) < 0)
     goto fail;
-  if (agt_binds_from_json(d, params, j->agent, j->net.mode == AGT_NET_OPEN, &j->binds, err) < 0)
+  if (agt_binds_from_json(d, params, j->rec.agent, j->rec.net.mode == AGT_NET_OPEN, &j->rec.binds,
+                          err) < 0)
     goto fail;
-  for (size_t i = 0; i < j->binds.nmounts; i++)
-    if (agt_jail_path_allowed(d, "mount", j->binds.mounts[i].path, err) < 0) {
+  for (size_t i = 0; i < j->rec.binds.nmounts; i++)
+    if (agt_jail_path_allowed(d, "mount", j->rec.binds.mounts[i].path, err) < 0) {
       agt_error_wrap(err, "mounts[%zu]", i);
       goto fail;
     }
-  agt_binds_sort(j->binds.mounts, j->binds.nmounts);
+  agt_binds_sort(j->rec.binds.mounts, j->rec.binds.nmounts);
   /* refused before anything is made when the machine is not set up for it */
-  if (j->net.mode == AGT_NET_OPEN && agt_open_net_check(NULL, err) < 0)
+  if (j->rec.net.mode == AGT_NET_OPEN && agt_open_net_check(NULL, err) < 0)
     goto fail;
-  j->env = env_build(json_object_get(params, "env"), j->net.mode == AGT_NET_ALLOW, err);
-  if (j->env == NULL)
+  j->rec.env = env_build(json_object_get(params, "env"), j->rec.net.mode == AGT_NET_ALLOW, err);
+  if (j->rec.env == NULL)
     goto fail;
   if (json_object_get(params, "secrets")) {
-    j->secrets = strv_from_json(json_object_get(params, "secrets"), "secrets", 64, err);
-    if (j->secrets == NULL)
+    j->rec.secrets = strv_from_json(json_object_get(params, "secrets"), "secrets", 64, err);
+    if (j->rec.secrets == NULL)
       goto fail;
   }
-  if (limits_from_json(json_object_get(params, "limits"), 0, &j->limits, &given, err) < 0)
+  if (limits_from_json(json_object_get(params, "limits"), 0, &j->rec.limits, &given, err) < 0)
     goto fail;
   /* The rootfs last: every cheaper check has passed. */
   if (agtd_rootfs_resolve(d, rootfs, &info, err) < 0) {
     agt_error_wrap(err, "rootfs '%s'", rootfs);
     goto fail;
   }
-  j->rootfs_id = xstrdup(json_string_value(json_object_get(info, "id")));
-  j->rootfs_path = xstrdup(json_string_value(json_object_get(info, "path")));
+  j->rec.rootfs_id = xstrdup(json_string_value(json_object_get(info, "id")));
+  j->rec.rootfs_path = xstrdup(json_string_value(json_object_get(info, "path")));
   json_decref(info);
   if (resolve_layers(d, j, json_object_get(params, "layers"), err) < 0)
     goto fail;
@@ -670,69 +672,71 @@ static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_p
   /* The jail user: the workspace's owner when that is not root (jails sharing a project
    * share its owner), else a uid of the jail's own. */
   if (ws && st.st_uid != 0) {
-    j->uid = st.st_uid;
-    j->gid = st.st_gid;
-    j->workspace = xstrdup(ws);
-  } else if (j->binds.home_mode == AGT_HOME_PERSISTENT && home_owner(j, &j->uid, &j->gid)) {
+    j->rec.uid = st.st_uid;
+    j->rec.gid = st.st_gid;
+    j->rec.workspace = xstrdup(ws);
+  } else if (j->rec.binds.home_mode == AGT_HOME_PERSISTENT &&
+             home_owner(j, &j->rec.uid, &j->rec.gid)) {
     /* a home kept from earlier jails: its user again, so its files stay the jail's */
-    j->workspace = ws ? xstrdup(ws) : xasprintf("%s/%s", d->workspaces_dir, name);
-    j->workspace_owned = ws == NULL;
+    j->rec.workspace = ws ? xstrdup(ws) : xasprintf("%s/%s", d->workspaces_dir, name);
+    j->rec.workspace_owned = ws == NULL;
   } else {
-    j->uid = j->gid = alloc_uid(d);
-    if (j->uid == 0) {
+    j->rec.uid = j->rec.gid = alloc_uid(d);
+    if (j->rec.uid == 0) {
       agt_error_kind(err, AGT_E_LIMIT, "no jail uid left");
       goto fail;
     }
     if (ws) {
-      j->workspace = xstrdup(ws);
+      j->rec.workspace = xstrdup(ws);
     } else {
-      j->workspace = xasprintf("%s/%s", d->workspaces_dir, name);
-      j->workspace_owned = 1;
+      j->rec.workspace = xasprintf("%s/%s", d->workspaces_dir, name);
+      j->rec.workspace_owned = 1;
     }
   }
 
-  if (j->binds.home_mode == AGT_HOME_PERSISTENT && agt_jail_home_prepare(j, err) < 0)
+  if (j->rec.binds.home_mode == AGT_HOME_PERSISTENT && agt_jail_home_prepare(j, err) < 0)
     goto fail;
 
   /* Without a disk limit of its own, a jail gets 10 GiB or an eighth of the jails' disk,
    * whichever is less; what running jails may write stays within the disk (disk.h). */
   if (d->disk->enabled && !(given & (1u << AGT_SPEC_DISK)) &&
-      j->limits.disk_bytes > d->disk->capacity / 8)
-    j->limits.disk_bytes = d->disk->capacity / 8;
+      j->rec.limits.disk_bytes > d->disk->capacity / 8)
+    j->rec.limits.disk_bytes = d->disk->capacity / 8;
   if (for_run && agt_jail_disk_promise(d, j, err) < 0)
     goto fail;
-  if (for_run && j->layer_ids == NULL) /* prepared jails stand on the base alone */
-    j->warm = prepared->take(j);
-  if (j->warm == NULL) {
-    if (mkdir(j->dir, 0700) < 0) {
-      agt_error_make(err, errno, "mkdir '%s'", j->dir);
+  if (for_run && j->rec.layer_ids == NULL) /* prepared jails stand on the base alone */
+    j->run.warm = prepared->take(j);
+  if (j->run.warm == NULL) {
+    if (mkdir(j->rec.dir, 0700) < 0) {
+      agt_error_make(err, errno, "mkdir '%s'", j->rec.dir);
       goto fail;
     }
-    if (agt_disk_jail_create(d->disk, j->dir, j->limits.disk_bytes, err) < 0 ||
-        (mkdir(j->merged, 0755) < 0 && agt_error_make(err, errno, "mkdir '%s'", j->merged) < 0)) {
+    if (agt_disk_jail_create(d->disk, j->rec.dir, j->rec.limits.disk_bytes, err) < 0 ||
+        (mkdir(j->rec.merged, 0755) < 0 &&
+         agt_error_make(err, errno, "mkdir '%s'", j->rec.merged) < 0)) {
       agt_error_wrap(err, "create the directories of jail '%s'", name);
       goto fail_dir;
     }
     if (write_identity(j, err) < 0)
       goto fail_dir;
   }
-  if (j->workspace_owned) {
+  if (j->rec.workspace_owned) {
     /* agtd's own directory for this jail: made here, never adopted.  One that exists
      * already (left over, or made by someone) is not this jail's to use, nor to remove at
      * jail rm. */
-    if (mkdir(j->workspace, 0755) < 0) {
+    if (mkdir(j->rec.workspace, 0755) < 0) {
       if (errno == EEXIST)
         agt_error_kind(err, AGT_E_EXISTS,
                        "workspace '%s' exists already, and agtd did not make it for this jail: "
                        "remove it, or name it as the workspace (jail rm then leaves it)",
-                       j->workspace);
+                       j->rec.workspace);
       else
-        agt_error_make(err, errno, "mkdir '%s'", j->workspace);
+        agt_error_make(err, errno, "mkdir '%s'", j->rec.workspace);
       goto fail_dir;
     }
     made_ws = 1;
-    if (chown(j->workspace, j->uid, j->gid) < 0) {
-      agt_error_make(err, errno, "chown '%s'", j->workspace);
+    if (chown(j->rec.workspace, j->rec.uid, j->rec.gid) < 0) {
+      agt_error_make(err, errno, "chown '%s'", j->rec.workspace);
       goto fail_dir;
     }
   }
@@ -742,24 +746,24 @@ static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_p
    * is on its way (jail_warm.c); a directory without a record is removed at agtd's next
    * start. */
   if (for_run)
-    j->state = AGT_JAIL_STARTING;
-  if (j->warm == NULL && agt_jail_save(j, err) < 0) {
-    j->state = AGT_JAIL_CREATED;
+    j->rec.state = AGT_JAIL_STARTING;
+  if (j->run.warm == NULL && agt_jail_save(j, err) < 0) {
+    j->rec.state = AGT_JAIL_CREATED;
     goto fail_dir;
   }
-  j->state = AGT_JAIL_CREATED;
+  j->rec.state = AGT_JAIL_CREATED;
   jail_link(d, j);
   *out = j;
   return 0;
 
 fail_dir:
   if (made_ws)
-    rmdir(j->workspace);
-  agt_disk_jail_remove(d->disk, j->dir, NULL);
+    rmdir(j->rec.workspace);
+  agt_disk_jail_remove(d->disk, j->rec.dir, NULL);
 fail:
-  if (j->warm)
+  if (j->run.warm)
     prepared->give_back(j);
-  j->warm = NULL;
+  j->run.warm = NULL;
   agt_jail_free(j);
   return -1;
 }
@@ -779,9 +783,10 @@ int agt_jail_create_for_run(struct agtd_s *d, json_t *params,
 agt_jail_t *agt_jail_home_user(struct agtd_s *d, const char *home_path)
 {
   for (agt_jail_t *j = d->jails; j; j = j->next)
-    if (j->binds.home_mode == AGT_HOME_PERSISTENT && strcmp(j->binds.home_path, home_path) == 0 &&
-        (j->state == AGT_JAIL_STARTING || j->state == AGT_JAIL_RUNNING ||
-         j->state == AGT_JAIL_STOPPING))
+    if (j->rec.binds.home_mode == AGT_HOME_PERSISTENT &&
+        strcmp(j->rec.binds.home_path, home_path) == 0 &&
+        (j->rec.state == AGT_JAIL_STARTING || j->rec.state == AGT_JAIL_RUNNING ||
+         j->rec.state == AGT_JAIL_STOPPING))
       return j;
   return NULL;
 }
@@ -793,55 +798,57 @@ int agt_jail_write_identity(agt_jail_t *j, agt_error_t *err)
 
 json_t *agt_jail_to_json(agt_jail_t *j, int full)
 {
-  json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "name", j->name, "agent", j->agent,
-                        "state", agt_jail_state_name(j->state), "rootfs", j->rootfs_id, "created",
-                        (json_int_t)j->created, "runs", (json_int_t)j->runs);
+  json_t *o =
+      json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "name", j->rec.name, "agent", j->rec.agent,
+                "state", agt_jail_state_name(j->rec.state), "rootfs", j->rec.rootfs_id, "created",
+                (json_int_t)j->rec.created, "runs", (json_int_t)j->rec.runs);
 
-  json_object_set_new(o, "workspace", json_string(j->workspace));
-  if (j->layer_ids)
-    json_object_set_new(o, "layers", strv_json(j->layer_ids));
-  json_object_set_new(o, "tty", json_boolean(j->tty));
-  json_object_set_new(o, "attached", json_integer((json_int_t)j->nstreams));
-  json_object_set_new(o, "refused", json_integer((json_int_t)agt_netlog_blocked(j->net_log_path)));
-  if (j->started)
-    json_object_set_new(o, "started", json_integer(j->started));
-  if (j->state == AGT_JAIL_RUNNING || j->state == AGT_JAIL_STARTING ||
-      j->state == AGT_JAIL_STOPPING) {
+  json_object_set_new(o, "workspace", json_string(j->rec.workspace));
+  if (j->rec.layer_ids)
+    json_object_set_new(o, "layers", strv_json(j->rec.layer_ids));
+  json_object_set_new(o, "tty", json_boolean(j->rec.tty));
+  json_object_set_new(o, "attached", json_integer((json_int_t)j->out.nstreams));
+  json_object_set_new(o, "refused",
+                      json_integer((json_int_t)agt_netlog_blocked(j->rec.net_log_path)));
+  if (j->rec.started)
+    json_object_set_new(o, "started", json_integer(j->rec.started));
+  if (j->rec.state == AGT_JAIL_RUNNING || j->rec.state == AGT_JAIL_STARTING ||
+      j->rec.state == AGT_JAIL_STOPPING) {
     struct agt_cgroup_stats s;
-    json_object_set_new(o, "pid", json_integer(j->pid));
-    if (agt_cgroup_stats(j->d->cgroup, j->name, &s) == 0)
+    json_object_set_new(o, "pid", json_integer(j->run.pid));
+    if (agt_cgroup_stats(j->d->cgroup, j->rec.name, &s) == 0)
       json_object_set_new(o, "usage",
                           json_pack("{s:I, s:I, s:I}", "memory", (json_int_t)s.memory_bytes, "pids",
                                     (json_int_t)s.pids, "cpu_usec", (json_int_t)s.cpu_usec));
   }
-  if (j->state == AGT_JAIL_EXITED) {
-    json_object_set_new(o, "exit_code", json_integer(j->exit_code));
-    if (j->exit_signal)
-      json_object_set_new(o, "exit_signal", json_integer(j->exit_signal));
-    json_object_set_new(o, "finished", json_integer(j->finished));
+  if (j->rec.state == AGT_JAIL_EXITED) {
+    json_object_set_new(o, "exit_code", json_integer(j->rec.exit_code));
+    if (j->rec.exit_signal)
+      json_object_set_new(o, "exit_signal", json_integer(j->rec.exit_signal));
+    json_object_set_new(o, "finished", json_integer(j->rec.finished));
   }
-  if (j->exit_reason)
-    json_object_set_new(o, "reason", json_string(j->exit_reason));
+  if (j->rec.exit_reason)
+    json_object_set_new(o, "reason", json_string(j->rec.exit_reason));
   if (full) {
     json_t *argv = json_array(), *env = json_array();
-    for (char **a = j->argv; a && *a; a++)
+    for (char **a = j->rec.argv; a && *a; a++)
       json_array_append_new(argv, json_string(*a));
     /* Only variable names: values may be secrets. */
-    for (char **e = j->env; e && *e; e++)
+    for (char **e = j->rec.env; e && *e; e++)
       json_array_append_new(env, json_stringn(*e, strcspn(*e, "=")));
     json_object_set_new(o, "argv", argv);
     json_object_set_new(o, "env", env);
-    json_object_set_new(o, "limits", limits_to_json(&j->limits));
-    json_object_set_new(o, "network", agt_net_policy_to_json(&j->net));
-    json_object_set_new(o, "uid", json_integer(j->uid));
-    json_object_set_new(o, "gid", json_integer(j->gid));
-    json_object_set_new(o, "rootfs_path", json_string(j->rootfs_path));
-    if (j->layer_paths)
-      json_object_set_new(o, "layer_paths", strv_json(j->layer_paths));
-    json_object_set_new(o, "dir", json_string(j->dir));
-    agt_binds_to_json(&j->binds, o);
+    json_object_set_new(o, "limits", limits_to_json(&j->rec.limits));
+    json_object_set_new(o, "network", agt_net_policy_to_json(&j->rec.net));
+    json_object_set_new(o, "uid", json_integer(j->rec.uid));
+    json_object_set_new(o, "gid", json_integer(j->rec.gid));
+    json_object_set_new(o, "rootfs_path", json_string(j->rec.rootfs_path));
+    if (j->rec.layer_paths)
+      json_object_set_new(o, "layer_paths", strv_json(j->rec.layer_paths));
+    json_object_set_new(o, "dir", json_string(j->rec.dir));
+    agt_binds_to_json(&j->rec.binds, o);
     json_object_set_new(o, "log_bytes",
-                        json_integer((json_int_t)(j->log.pos.base + j->log.pos.size)));
+                        json_integer((json_int_t)(j->out.log.pos.base + j->out.log.pos.size)));
   }
   return o;
 }
@@ -850,26 +857,26 @@ int agt_jail_save(agt_jail_t *j, agt_error_t *err)
 {
   json_t *o = agt_jail_to_json(j, 0);
   json_t *argv = json_array(), *env = json_array();
-  cleanup_free char *path = xasprintf("%s/jail.json", j->dir);
+  cleanup_free char *path = xasprintf("%s/jail.json", j->rec.dir);
   char *s;
   int r;
 
-  for (char **a = j->argv; a && *a; a++)
+  for (char **a = j->rec.argv; a && *a; a++)
     json_array_append_new(argv, json_string(*a));
-  for (char **e = j->env; e && *e; e++)
+  for (char **e = j->rec.env; e && *e; e++)
     if (!is_secret(j, *e)) /* secrets stay in memory: a restarted agtd runs it without them */
       json_array_append_new(env, json_string(*e));
   json_object_set_new(o, "argv", argv);
   json_object_set_new(o, "env", env);
-  if (j->layer_paths)
-    json_object_set_new(o, "layer_paths", strv_json(j->layer_paths));
-  json_object_set_new(o, "limits", limits_to_json(&j->limits));
-  json_object_set_new(o, "network", agt_net_policy_to_json(&j->net));
-  json_object_set_new(o, "uid", json_integer(j->uid));
-  json_object_set_new(o, "gid", json_integer(j->gid));
-  json_object_set_new(o, "rootfs_path", json_string(j->rootfs_path));
-  json_object_set_new(o, "workspace_owned", json_boolean(j->workspace_owned));
-  agt_binds_to_json(&j->binds, o);
+  if (j->rec.layer_paths)
+    json_object_set_new(o, "layer_paths", strv_json(j->rec.layer_paths));
+  json_object_set_new(o, "limits", limits_to_json(&j->rec.limits));
+  json_object_set_new(o, "network", agt_net_policy_to_json(&j->rec.net));
+  json_object_set_new(o, "uid", json_integer(j->rec.uid));
+  json_object_set_new(o, "gid", json_integer(j->rec.gid));
+  json_object_set_new(o, "rootfs_path", json_string(j->rec.rootfs_path));
+  json_object_set_new(o, "workspace_owned", json_boolean(j->rec.workspace_owned));
+  agt_binds_to_json(&j->rec.binds, o);
   s = json_dumps(o, JSON_INDENT(2));
   json_decref(o);
   r = agt_write_file_atomic(path, s, strlen(s), 0600, err);
@@ -889,58 +896,60 @@ static int load_one(struct agtd_s *d, const char *name, agt_jail_find_fn find_ag
   if (o == NULL)
     return agt_error_kind(err, AGT_E_INVALID, "%s:%d: %s", path, jerr.line, jerr.text);
   j = jail_new(d, name);
-  j->agent = xstrdup(json_string_value(json_object_get(o, "agent")) ?: "shell");
-  j->rootfs_id = xstrdup(json_string_value(json_object_get(o, "rootfs")) ?: "");
-  j->rootfs_path = xstrdup(json_string_value(json_object_get(o, "rootfs_path")) ?: "");
+  j->rec.agent = xstrdup(json_string_value(json_object_get(o, "agent")) ?: "shell");
+  j->rec.rootfs_id = xstrdup(json_string_value(json_object_get(o, "rootfs")) ?: "");
+  j->rec.rootfs_path = xstrdup(json_string_value(json_object_get(o, "rootfs_path")) ?: "");
   if (json_array_size(json_object_get(o, "layers")) > 0 &&
       json_array_size(json_object_get(o, "layers")) ==
           json_array_size(json_object_get(o, "layer_paths"))) {
-    j->layer_ids = strv_from_json(json_object_get(o, "layers"), "layers", AGT_JAIL_LAYERS_MAX, err);
-    j->layer_paths =
+    j->rec.layer_ids =
+        strv_from_json(json_object_get(o, "layers"), "layers", AGT_JAIL_LAYERS_MAX, err);
+    j->rec.layer_paths =
         strv_from_json(json_object_get(o, "layer_paths"), "layer_paths", AGT_JAIL_LAYERS_MAX, err);
-    if (j->layer_ids == NULL || j->layer_paths == NULL) {
+    if (j->rec.layer_ids == NULL || j->rec.layer_paths == NULL) {
       json_decref(o);
       agt_jail_free(j);
       return agt_error_wrap(err, "%s", path);
     }
   }
-  j->workspace = xstrdup(json_string_value(json_object_get(o, "workspace")) ?: "");
-  j->workspace_owned = json_is_true(json_object_get(o, "workspace_owned"));
-  j->argv = strv_from_json(json_object_get(o, "argv"), "argv", AGT_JAIL_ARGV_MAX, err);
-  j->env =
-      j->argv ? strv_from_json(json_object_get(o, "env"), "env", AGT_JAIL_ENV_MAX + 16, err) : NULL;
+  j->rec.workspace = xstrdup(json_string_value(json_object_get(o, "workspace")) ?: "");
+  j->rec.workspace_owned = json_is_true(json_object_get(o, "workspace_owned"));
+  j->rec.argv = strv_from_json(json_object_get(o, "argv"), "argv", AGT_JAIL_ARGV_MAX, err);
+  j->rec.env = j->rec.argv
+                   ? strv_from_json(json_object_get(o, "env"), "env", AGT_JAIL_ENV_MAX + 16, err)
+                   : NULL;
   lim = json_object_get(o, "limits");
-  if (j->env == NULL || limits_from_json(lim, 1, &j->limits, NULL, err) < 0 ||
-      agt_net_policy_from_json(json_object_get(o, "network"), &j->net, err) < 0 ||
-      agt_binds_from_record(o, &j->binds, err) < 0) {
+  if (j->rec.env == NULL || limits_from_json(lim, 1, &j->rec.limits, NULL, err) < 0 ||
+      agt_net_policy_from_json(json_object_get(o, "network"), &j->rec.net, err) < 0 ||
+      agt_binds_from_record(o, &j->rec.binds, err) < 0) {
     json_decref(o);
     agt_jail_free(j);
     return agt_error_wrap(err, "%s", path);
   }
-  j->tty = json_is_true(json_object_get(o, "tty"));
-  j->uid = (uid_t)json_integer_value(json_object_get(o, "uid"));
-  j->gid = (gid_t)json_integer_value(json_object_get(o, "gid"));
-  j->created = (time_t)json_integer_value(json_object_get(o, "created"));
-  j->started = (time_t)json_integer_value(json_object_get(o, "started"));
-  j->finished = (time_t)json_integer_value(json_object_get(o, "finished"));
-  j->runs = (unsigned)json_integer_value(json_object_get(o, "runs"));
-  j->exit_code = (int)json_integer_value(json_object_get(o, "exit_code"));
-  j->exit_signal = (int)json_integer_value(json_object_get(o, "exit_signal"));
+  j->rec.tty = json_is_true(json_object_get(o, "tty"));
+  j->rec.uid = (uid_t)json_integer_value(json_object_get(o, "uid"));
+  j->rec.gid = (gid_t)json_integer_value(json_object_get(o, "gid"));
+  j->rec.created = (time_t)json_integer_value(json_object_get(o, "created"));
+  j->rec.started = (time_t)json_integer_value(json_object_get(o, "started"));
+  j->rec.finished = (time_t)json_integer_value(json_object_get(o, "finished"));
+  j->rec.runs = (unsigned)json_integer_value(json_object_get(o, "runs"));
+  j->rec.exit_code = (int)json_integer_value(json_object_get(o, "exit_code"));
+  j->rec.exit_signal = (int)json_integer_value(json_object_get(o, "exit_signal"));
   /* Where the log stands, from its files: the record was written at the last start or end
    * of a run, and output may have come since. */
-  agt_outlog_stat(j->log_path, j->log_old_path, &j->log.pos);
-  j->state = state_from_name(json_string_value(json_object_get(o, "state")));
+  agt_outlog_stat(j->rec.log_path, j->rec.log_old_path, &j->out.log.pos);
+  j->rec.state = state_from_name(json_string_value(json_object_get(o, "state")));
   if (json_string_value(json_object_get(o, "reason")))
-    j->exit_reason = xstrdup(json_string_value(json_object_get(o, "reason")));
+    j->rec.exit_reason = xstrdup(json_string_value(json_object_get(o, "reason")));
   json_decref(o);
-  if (j->uid == 0) {
+  if (j->rec.uid == 0) {
     agt_jail_free(j);
     return agt_error_kind(err, AGT_E_INVALID, "%s: the jail user is root; refused", path);
   }
-  if (j->state != AGT_JAIL_CREATED && j->state != AGT_JAIL_EXITED)
+  if (j->rec.state != AGT_JAIL_CREATED && j->rec.state != AGT_JAIL_EXITED)
     find_again(j);
-  if (j->state == AGT_JAIL_CREATED || j->state == AGT_JAIL_EXITED)
-    agt_cgroup_destroy(d->cgroup, j->name, NULL);
+  if (j->rec.state == AGT_JAIL_CREATED || j->rec.state == AGT_JAIL_EXITED)
+    agt_cgroup_destroy(d->cgroup, j->rec.name, NULL);
   jail_link(d, j);
   agt_jail_save(j, NULL);
   return 0;
@@ -977,13 +986,13 @@ int agt_jail_remove(agt_jail_t *j, agt_error_t *err)
 {
   agt_jail_t **p;
 
-  if (j->state != AGT_JAIL_CREATED && j->state != AGT_JAIL_EXITED)
-    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s: stop it first", j->name,
-                          agt_jail_state_name(j->state));
-  if (agt_disk_jail_remove(j->d->disk, j->dir, err) < 0)
-    return agt_error_wrap(err, "remove jail '%s'", j->name);
-  if (j->workspace_owned && agt_rm_rf(j->workspace, err) < 0)
-    return agt_error_wrap(err, "remove the workspace of jail '%s'", j->name);
+  if (j->rec.state != AGT_JAIL_CREATED && j->rec.state != AGT_JAIL_EXITED)
+    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s: stop it first", j->rec.name,
+                          agt_jail_state_name(j->rec.state));
+  if (agt_disk_jail_remove(j->d->disk, j->rec.dir, err) < 0)
+    return agt_error_wrap(err, "remove jail '%s'", j->rec.name);
+  if (j->rec.workspace_owned && agt_rm_rf(j->rec.workspace, err) < 0)
+    return agt_error_wrap(err, "remove the workspace of jail '%s'", j->rec.name);
   for (p = &j->d->jails; *p; p = &(*p)->next)
     if (*p == j) {
       *p = j->next;
@@ -991,48 +1000,48 @@ int agt_jail_remove(agt_jail_t *j, agt_error_t *err)
       break;
     }
   j->next = NULL;
-  j->removing = 1;
+  j->run.removing = 1;
   agt_jail_maybe_free(j);
   return 0;
 }
 
 void agt_jail_maybe_free(agt_jail_t *j)
 {
-  if (j->removing && !j->cgroup_pending && j->handles_open == 0 && !j->attach_pending &&
-      !j->freeing) {
-    j->freeing = 1;
+  if (j->run.removing && !j->run.cgroup_pending && j->run.handles_open == 0 &&
+      !j->run.attach_pending && !j->run.freeing) {
+    j->run.freeing = 1;
     agt_jail_free(j);
   }
 }
 
 void agt_jail_free_now(agt_jail_t *j)
 {
-  agt_outlog_close(&j->log);
-  if (j->pidfd >= 0)
-    close(j->pidfd);
-  agt_pending_answer(&j->start_waiters, NULL, NULL);
-  agt_pending_answer(&j->exit_waiters, NULL, NULL);
-  free(j->name);
-  free(j->agent);
-  free(j->rootfs_id);
-  free(j->rootfs_path);
-  agt_strv_free(j->layer_ids);
-  agt_strv_free(j->layer_paths);
-  agt_strv_free(j->secrets);
-  free(j->workspace);
-  agt_strv_free(j->argv);
-  agt_strv_free(j->env);
-  free(j->dir);
-  free(j->upper);
-  free(j->work);
-  free(j->merged);
-  free(j->log_path);
-  free(j->log_old_path);
-  free(j->net_log_path);
-  free(j->screen);
-  free(j->exit_reason);
-  agt_net_policy_release(&j->net);
-  agt_binds_release(&j->binds);
+  agt_outlog_close(&j->out.log);
+  if (j->run.pidfd >= 0)
+    close(j->run.pidfd);
+  agt_pending_answer(&j->out.start_waiters, NULL, NULL);
+  agt_pending_answer(&j->out.exit_waiters, NULL, NULL);
+  free(j->rec.name);
+  free(j->rec.agent);
+  free(j->rec.rootfs_id);
+  free(j->rec.rootfs_path);
+  agt_strv_free(j->rec.layer_ids);
+  agt_strv_free(j->rec.layer_paths);
+  agt_strv_free(j->rec.secrets);
+  free(j->rec.workspace);
+  agt_strv_free(j->rec.argv);
+  agt_strv_free(j->rec.env);
+  free(j->rec.dir);
+  free(j->rec.upper);
+  free(j->rec.work);
+  free(j->rec.merged);
+  free(j->rec.log_path);
+  free(j->rec.log_old_path);
+  free(j->rec.net_log_path);
+  free(j->out.screen);
+  free(j->rec.exit_reason);
+  agt_net_policy_release(&j->rec.net);
+  agt_binds_release(&j->rec.binds);
   free(j);
 }
 
@@ -1043,6 +1052,6 @@ static void jail_free_cb(uv_handle_t *h)
 
 void agt_jail_free(agt_jail_t *j)
 {
-  j->stop_timer.data = j;
-  uv_close((uv_handle_t *)&j->stop_timer, jail_free_cb);
+  j->run.stop_timer.data = j;
+  uv_close((uv_handle_t *)&j->run.stop_timer, jail_free_cb);
 }

@@ -53,11 +53,9 @@ struct agt_jail_limits {
 #define AGT_JAIL_MOUNTS_MAX 32
 #define AGT_SCREEN_MAX (64u * 1024) /* recent terminal output replayed on attach */
 
-struct agt_jail_s {
-  struct agt_jail_s *next;
-  struct agtd_s *d;
-
-  /* The record. */
+/* What is persisted in <state>/jails/<name>/jail.json: what was asked for, where the jail's
+ * files are, how its last run went. */
+struct agt_jail_record {
   char *name;
   char *agent; /* label, e.g. "opencode" or "shell" */
   char *rootfs_id;
@@ -75,24 +73,28 @@ struct agt_jail_s {
   struct agt_net_policy net;
   time_t created;
   struct agt_jail_binds binds; /* its home, mounts and lockdown (jail_mounts.h) */
+  int tty;                     /* the agent runs on a terminal (a pty from the jail's devpts) */
 
   /* Paths under <state>/jails/<name>. */
   char *dir, *upper, *work, *merged, *log_path, *log_old_path, *net_log_path;
 
-  /* Run state. */
   enum agt_jail_state state;
-  pid_t pid; /* the jail's init, as seen from agtd */
-  int pidfd;
   time_t started, finished;
   int exit_code;   /* valid when state == EXITED and exit_signal == 0 */
   int exit_signal; /* non-zero when the init was killed by a signal */
   char *exit_reason;
   unsigned runs;
+};
+
+struct agt_jail_s;
+
+/* The running state of the current run: the processes, the handles that watch them, the
+ * cgroup and the proxy; nothing of it is persisted (a new agtd finds it again, jail_run.c). */
+struct agt_jail_run {
+  pid_t pid; /* the jail's init, as seen from agtd */
+  int pidfd;
   uint64_t start_request_ns; /* when the start request arrived (for latency reporting) */
   uint64_t exec_ns;          /* when the agent's exec was confirmed */
-
-  /* Captured output: one log file, rotated once at half of limits.log_bytes (outlog.h). */
-  struct agt_outlog log;
 
   /* libuv handles of the current run; the jail is freed only once all are closed. */
   uv_poll_t pidfd_poll; /* the keeper's exit, when agtd started it (agtd reaps it) */
@@ -100,17 +102,7 @@ struct agt_jail_s {
   uv_pipe_t status_pipe;
   uv_timer_t stop_timer;
   int keep_fd, keep_open;
-  int keeper_pidfd; /* -1: a keeper that an earlier agtd started */
-  int tty;          /* the agent runs on a terminal (a pty from the jail's devpts) */
-  unsigned short rows, cols;
-  int tty_fd; /* the pty master (a copy of the keeper's, for input and size), while it runs */
-  uv_pipe_t tty_pipe; /* written only: the keeper reads the terminal */
-  int tty_open;
-  int output_paused; /* a stream's client is behind: the jail's output waits */
-  char *screen;      /* the last AGT_SCREEN_MAX bytes of output, replayed on attach */
-  size_t screen_len;
-  struct agt_stream_s *streams; /* stream.c's */
-  unsigned nstreams;
+  int keeper_pidfd;     /* -1: a keeper that an earlier agtd started */
   agt_egress_t *egress; /* the proxy of a jail in network mode allow, while it runs */
   int handles_open;
   int streams_open; /* the keeper's connection and the status pipe, still being read */
@@ -118,12 +110,10 @@ struct agt_jail_s {
   char status_buf[512];
   size_t status_len;
 
-  struct agt_pending_s *start_waiters; /* requests answered when start completes */
-  struct agt_pending_s *exit_waiters;  /* requests answered when the jail exits */
-  int removing;                        /* removed: free once the run is cleaned up */
-  int rm_on_exit;                      /* rm --force of a running jail */
-  int rm_if_no_start;                  /* jail.run: remove the jail if its agent never runs */
-  int cgroup_pending;                  /* cgroup still to be removed */
+  int removing;       /* removed: free once the run is cleaned up */
+  int rm_on_exit;     /* rm --force of a running jail */
+  int rm_if_no_start; /* jail.run: remove the jail if its agent never runs */
+  int cgroup_pending; /* cgroup still to be removed */
   /* A cgroup v1 migration running in the threadpool (see jail_spawn.c). */
   uv_work_t attach_work;
   int attach_pending;
@@ -134,6 +124,33 @@ struct agt_jail_s {
   struct agt_warm_s *warm;                  /* a prepared jail this record took, until its start */
   int started_warm;                         /* the last start claimed a prepared jail */
   void (*on_started)(struct agt_jail_s *j); /* the start is answered: the starter's (jail_warm.c) */
+};
+
+/* What the jail's run gives out, and who waits for it: its log, its terminal, the streams
+ * that follow it, the requests answered at its start and at its end. */
+struct agt_jail_output {
+  /* Captured output: one log file, rotated once at half of limits.log_bytes (outlog.h). */
+  struct agt_outlog log;
+  unsigned short rows, cols;
+  int tty_fd; /* the pty master (a copy of the keeper's, for input and size), while it runs */
+  uv_pipe_t tty_pipe; /* written only: the keeper reads the terminal */
+  int tty_open;
+  int paused;   /* a stream's client is behind: the jail's output waits */
+  char *screen; /* the last AGT_SCREEN_MAX bytes of output, replayed on attach */
+  size_t screen_len;
+  struct agt_stream_s *streams; /* stream.c's */
+  unsigned nstreams;
+  struct agt_pending_s *start_waiters; /* requests answered when start completes */
+  struct agt_pending_s *exit_waiters;  /* requests answered when the jail exits */
+};
+
+/* A jail: its record, its running state, its output. */
+struct agt_jail_s {
+  struct agt_jail_s *next;
+  struct agtd_s *d;
+  struct agt_jail_record rec;
+  struct agt_jail_run run;
+  struct agt_jail_output out;
 };
 typedef struct agt_jail_s agt_jail_t;
 

@@ -388,9 +388,9 @@ int agt_jail_exec(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, jso
   pid_t pid;
   size_t i, n;
 
-  if (j->state != AGT_JAIL_RUNNING)
-    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s: exec needs it running", j->name,
-                          agt_jail_state_name(j->state));
+  if (j->rec.state != AGT_JAIL_RUNNING)
+    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s: exec needs it running", j->rec.name,
+                          agt_jail_state_name(j->rec.state));
   if (agt_param_bool(params, "tty", &tty, err) < 0 || agt_param_bool(params, "stdin", &in, err) < 0)
     return -1;
   if (size && (!json_is_array(size) || json_array_size(size) != 2 ||
@@ -410,11 +410,11 @@ int agt_jail_exec(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, jso
     argv[i] = xstrdup(json_string_value(s));
   }
   /* The jail's environment (its proxy settings included). */
-  for (n = 0; j->env[n]; n++)
+  for (n = 0; j->rec.env[n]; n++)
     ;
   env = xzalloc((n + 1) * sizeof *env);
   for (i = 0; i < n; i++)
-    env[i] = xstrdup(j->env[i]);
+    env[i] = xstrdup(j->rec.env[i]);
 
   for (i = 0; i < 6; i += 2)
     if (pipe2(fds + i, O_CLOEXEC) < 0) {
@@ -444,9 +444,9 @@ int agt_jail_exec(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, jso
       plan.path = env[i] + 5;
   plan.argv = argv;
   plan.envp = env;
-  plan.uid = j->uid;
-  plan.gid = j->gid;
-  plan.nofile = j->limits.nofile;
+  plan.uid = j->rec.uid;
+  plan.gid = j->rec.gid;
+  plan.nofile = j->rec.limits.nofile;
   plan.cap_last = 40;
   {
     FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
@@ -461,7 +461,7 @@ int agt_jail_exec(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, jso
   plan.fds[1] = fds[3];
   plan.fds[2] = fds[5];
   plan.fds[3] = fds[5]; /* stdout and stderr share one pipe: their order is kept */
-  plan.fds[4] = j->pidfd;
+  plan.fds[4] = j->run.pidfd;
   plan.fds[5] = extra[1];
   plan.stdin_pipe = !tty && in;
   if (size) {
@@ -489,7 +489,7 @@ int agt_jail_exec(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, jso
       close(extra[0]);
     return agt_error_make(err, errno, "clone");
   }
-  if (agt_cgroup_attach(j->d->cgroup, j->name, pid, err) < 0 || write(fds[1], "g", 1) != 1) {
+  if (agt_cgroup_attach(j->d->cgroup, j->rec.name, pid, err) < 0 || write(fds[1], "g", 1) != 1) {
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
     if (*err == NULL)
       agt_error_make(err, errno, "start the command");
@@ -528,7 +528,7 @@ int agt_jail_exec(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, jso
   if (*err)
     return -1; /* x cleans itself up once the killed child is reaped */
   agt_client_set_mode(c, &exec_mode, x);
-  reply = json_pack("{s:s, s:i}", "name", j->name, "pid", (int)pid);
+  reply = json_pack("{s:s, s:i}", "name", j->rec.name, "pid", (int)pid);
   agt_reply(c, id, reply);
   json_decref(reply);
   return 0;

@@ -55,15 +55,16 @@ int agt_jail_start_egress(agt_jail_t *j, int netns, pid_t pid, agt_error_t *err)
     snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-      return agt_error_make(err, errno, "open the network namespace of jail '%s'", j->name);
+      return agt_error_make(err, errno, "open the network namespace of jail '%s'", j->rec.name);
   }
   lfd = agt_egress_listen_in(fd, j->d->netns->home_fd, err);
   if (fd != netns)
     close(fd);
   if (lfd < 0)
-    return agt_error_wrap(err, "jail '%s'", j->name);
-  j->egress = agt_egress_start(j->d->loop, j->name, &j->net, lfd, j->net_log_path, err);
-  return j->egress ? 0 : -1;
+    return agt_error_wrap(err, "jail '%s'", j->rec.name);
+  j->run.egress =
+      agt_egress_start(j->d->loop, j->rec.name, &j->rec.net, lfd, j->rec.net_log_path, err);
+  return j->run.egress ? 0 : -1;
 }
 
 /* Paths relative to the jail's directory (the child mounts from there), so the jail's mount
@@ -98,23 +99,23 @@ void agt_jail_overlay_opts(struct agtd_s *d, char *const *layers, const char *lo
 int agt_jail_begin_run(agt_jail_t *j, pid_t pid, int pidfd, int keep_fd, int keeper_pidfd,
                        int status_fd, agt_error_t *err)
 {
-  cleanup_free char *exit_path = xasprintf("%s/%s", j->dir, AGT_KEEP_EXIT);
+  cleanup_free char *exit_path = xasprintf("%s/%s", j->rec.dir, AGT_KEEP_EXIT);
 
-  j->pid = pid;
-  j->pidfd = pidfd;
-  j->state = AGT_JAIL_STARTING;
-  j->started = time(NULL);
-  j->finished = 0;
-  j->exit_code = 0;
-  j->exit_signal = 0;
-  free(j->exit_reason);
-  j->exit_reason = NULL;
-  j->runs++;
-  j->status_len = 0;
-  j->exited_seen = 0;
+  j->run.pid = pid;
+  j->run.pidfd = pidfd;
+  j->rec.state = AGT_JAIL_STARTING;
+  j->rec.started = time(NULL);
+  j->rec.finished = 0;
+  j->rec.exit_code = 0;
+  j->rec.exit_signal = 0;
+  free(j->rec.exit_reason);
+  j->rec.exit_reason = NULL;
+  j->rec.runs++;
+  j->run.status_len = 0;
+  j->run.exited_seen = 0;
   unlink(exit_path); /* the last run's */
   /* the log's budget, before the agent can write */
-  agt_keep_send_budget(keep_fd, j->limits.log_bytes);
+  agt_keep_send_budget(keep_fd, j->rec.limits.log_bytes);
   if (agt_jail_supervise(j, keep_fd, keeper_pidfd, status_fd, err) < 0) {
     /* cannot watch it: kill it rather than leave it unsupervised */
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
@@ -129,25 +130,25 @@ static int adopt(agt_jail_t *j)
   struct agt_keep_hdr h;
   agt_error_t e = NULL;
   int fds[2] = {-1, -1};
-  int fd = agt_keep_connect(j->dir, &h, fds, &e), r;
+  int fd = agt_keep_connect(j->rec.dir, &h, fds, &e), r;
 
   if (fd < 0) {
-    agt_log_warning("jail '%s': %s", j->name, e->msg);
+    agt_log_warning("jail '%s': %s", j->rec.name, e->msg);
     agt_error_release(&e);
     return -1;
   }
   r = agt_jail_adopt(j, fd, &h, fds, &e);
-  if (r == 0 && !h.exited && j->net.mode == AGT_NET_ALLOW &&
-      agt_jail_start_egress(j, -1, j->pid, &e) < 0)
-    r = agt_error_wrap(&e, "the proxy of jail '%s'", j->name);
+  if (r == 0 && !h.exited && j->rec.net.mode == AGT_NET_ALLOW &&
+      agt_jail_start_egress(j, -1, j->run.pid, &e) < 0)
+    r = agt_error_wrap(&e, "the proxy of jail '%s'", j->rec.name);
   if (r < 0) {
-    agt_log_warning("jail '%s': %s", j->name, e->msg);
+    agt_log_warning("jail '%s': %s", j->rec.name, e->msg);
     agt_error_release(&e);
   }
   for (int i = 0; i < 2; i++)
     if (fds[i] >= 0)
       close(fds[i]);
-  agt_log_info("jail '%s': found running (pid %d) under its keeper", j->name, (int)j->pid);
+  agt_log_info("jail '%s': found running (pid %d) under its keeper", j->rec.name, (int)j->run.pid);
   return 0;
 }
 
@@ -159,17 +160,17 @@ void agt_jail_find_again(agt_jail_t *j)
   if (adopt(j) == 0)
     return;
   /* Its keeper is gone: what it recorded of the exit, else the jail died with it. */
-  j->state = AGT_JAIL_EXITED;
-  free(j->exit_reason);
-  j->exit_reason = NULL;
-  if (agt_keep_read_exit(j->dir, &code, &sig, &finished) == 0) {
-    j->exit_code = code;
-    j->exit_signal = sig;
-    j->finished = (time_t)finished;
+  j->rec.state = AGT_JAIL_EXITED;
+  free(j->rec.exit_reason);
+  j->rec.exit_reason = NULL;
+  if (agt_keep_read_exit(j->rec.dir, &code, &sig, &finished) == 0) {
+    j->rec.exit_code = code;
+    j->rec.exit_signal = sig;
+    j->rec.finished = (time_t)finished;
   } else {
-    j->exit_code = 128 + SIGKILL;
-    j->exit_signal = SIGKILL;
-    j->finished = time(NULL);
-    j->exit_reason = xstrdup("its keeper was gone at agtd's start; the jail ended with it");
+    j->rec.exit_code = 128 + SIGKILL;
+    j->rec.exit_signal = SIGKILL;
+    j->rec.finished = time(NULL);
+    j->rec.exit_reason = xstrdup("its keeper was gone at agtd's start; the jail ended with it");
   }
 }

@@ -40,7 +40,7 @@ static void close_all(int *fds, int n)
 static void send_go(agt_jail_t *j, int fd)
 {
   if (write(fd, "g", 1) != 1 && errno != EPIPE)
-    agt_log_warning("jail '%s': signal the jail to go: %s", j->name, strerror(errno));
+    agt_log_warning("jail '%s': signal the jail to go: %s", j->rec.name, strerror(errno));
   /* EPIPE (agtd ignores SIGPIPE): the child is gone already, a setup step having failed
    * before it read this; its status pipe says why, through the supervision. */
   close(fd);
@@ -50,8 +50,8 @@ static void attach_work_cb(uv_work_t *w)
 {
   agt_jail_t *j = w->data;
 
-  j->attach_err = NULL;
-  agt_cgroup_attach(j->d->cgroup, j->name, j->attach_pid, &j->attach_err);
+  j->run.attach_err = NULL;
+  agt_cgroup_attach(j->d->cgroup, j->rec.name, j->run.attach_pid, &j->run.attach_err);
 }
 
 static void attach_done_cb(uv_work_t *w, int status)
@@ -59,19 +59,19 @@ static void attach_done_cb(uv_work_t *w, int status)
   agt_jail_t *j = w->data;
 
   (void)status;
-  j->attach_pending = 0;
-  if (j->attach_err) {
-    agt_log_warning("start jail '%s': %s", j->name, j->attach_err->msg);
-    if (j->exit_reason == NULL) /* a child that died first has said why already */
-      j->exit_reason = xasprintf("start jail '%s': %s", j->name, j->attach_err->msg);
-    agt_error_release(&j->attach_err);
-    if (j->pidfd >= 0)
-      syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
-    close(j->attach_go_fd);
+  j->run.attach_pending = 0;
+  if (j->run.attach_err) {
+    agt_log_warning("start jail '%s': %s", j->rec.name, j->run.attach_err->msg);
+    if (j->rec.exit_reason == NULL) /* a child that died first has said why already */
+      j->rec.exit_reason = xasprintf("start jail '%s': %s", j->rec.name, j->run.attach_err->msg);
+    agt_error_release(&j->run.attach_err);
+    if (j->run.pidfd >= 0)
+      syscall(SYS_pidfd_send_signal, j->run.pidfd, SIGKILL, NULL, 0);
+    close(j->run.attach_go_fd);
   } else {
-    send_go(j, j->attach_go_fd);
+    send_go(j, j->run.attach_go_fd);
   }
-  j->attach_go_fd = -1;
+  j->run.attach_go_fd = -1;
   agt_jail_maybe_free(j);
 }
 
@@ -86,7 +86,7 @@ static int start_open_net(agt_jail_t *j, const struct agt_open_net *on, int netn
     snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-      return agt_error_make(err, errno, "open the network namespace of jail '%s'", j->name);
+      return agt_error_make(err, errno, "open the network namespace of jail '%s'", j->rec.name);
   }
   r = agt_jail_net_open(on, fd, j->d->netns->home_fd, err);
   if (fd != netns)
@@ -98,12 +98,12 @@ static int start_open_net(agt_jail_t *j, const struct agt_open_net *on, int netn
  * /etc/resolv.conf names the resolvers it may reach. */
 static int prepare_open_net(agt_jail_t *j, struct agt_open_net *on, agt_error_t *err)
 {
-  cleanup_free char *etc = xasprintf("%s/etc", j->upper);
-  cleanup_free char *path = xasprintf("%s/etc/resolv.conf", j->upper);
+  cleanup_free char *etc = xasprintf("%s/etc", j->rec.upper);
+  cleanup_free char *path = xasprintf("%s/etc/resolv.conf", j->rec.upper);
 
   if (agt_open_net_check(on, err) < 0 || agt_mkdir_p(etc, 0755, err) < 0 ||
       agt_write_file_atomic(path, on->resolv, strlen(on->resolv), 0644, err) < 0)
-    return agt_error_wrap(err, "start jail '%s'", j->name);
+    return agt_error_wrap(err, "start jail '%s'", j->rec.name);
   return 0;
 }
 
@@ -119,77 +119,80 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   struct agt_open_net on;
   pid_t pid;
 
-  if (j->state == AGT_JAIL_STARTING || j->state == AGT_JAIL_RUNNING ||
-      j->state == AGT_JAIL_STOPPING)
-    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s", j->name,
-                          agt_jail_state_name(j->state));
-  if (j->handles_open > 0 || j->cgroup_pending)
-    return agt_error_kind(err, AGT_E_BUSY, "jail '%s' is still cleaning up its last run", j->name);
+  if (j->rec.state == AGT_JAIL_STARTING || j->rec.state == AGT_JAIL_RUNNING ||
+      j->rec.state == AGT_JAIL_STOPPING)
+    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s", j->rec.name,
+                          agt_jail_state_name(j->rec.state));
+  if (j->run.handles_open > 0 || j->run.cgroup_pending)
+    return agt_error_kind(err, AGT_E_BUSY, "jail '%s' is still cleaning up its last run",
+                          j->rec.name);
   if (agt_jail_disk_promise(j->d, j, err) < 0)
     return -1;
-  j->started_warm = 0;
-  j->on_started = NULL;
+  j->run.started_warm = 0;
+  j->run.on_started = NULL;
   /* its persistent home (made again if removed, its user's), taking at most what the jail
    * may write to its root */
-  if (j->binds.home_mode == AGT_HOME_PERSISTENT &&
+  if (j->rec.binds.home_mode == AGT_HOME_PERSISTENT &&
       (agt_jail_home_prepare(j, err) < 0 ||
-       agt_disk_home_limit(j->d->disk, j->binds.home_path, j->limits.disk_bytes, err) < 0))
-    return agt_error_wrap(err, "home of jail '%s'", j->name);
-  if (j->warm) {
+       agt_disk_home_limit(j->d->disk, j->rec.binds.home_path, j->rec.limits.disk_bytes, err) < 0))
+    return agt_error_wrap(err, "home of jail '%s'", j->rec.name);
+  if (j->run.warm) {
     r = agt_warm_start(j, err);
     if (r <= 0)
       return r;
     /* the prepared jail was gone: a cold start in the directory it left (whose subvolume
      * was made without a limit) */
     if (agt_jail_write_identity(j, err) < 0 ||
-        agt_disk_jail_limit(j->d->disk, j->dir, j->limits.disk_bytes, err) < 0)
+        agt_disk_jail_limit(j->d->disk, j->rec.dir, j->rec.limits.disk_bytes, err) < 0)
       return -1;
   }
-  if (j->net.mode == AGT_NET_OPEN && prepare_open_net(j, &on, err) < 0)
+  if (j->rec.net.mode == AGT_NET_OPEN && prepare_open_net(j, &on, err) < 0)
     return -1;
-  if (agt_cgroup_create(j->d->cgroup, j->name, &j->limits.cg, err) < 0)
+  if (agt_cgroup_create(j->d->cgroup, j->rec.name, &j->rec.limits.cg, err) < 0)
     return -1;
 
   memset(&plan, 0, sizeof plan);
   plan.landlock_fd = -1;
-  plan.hostname = j->name;
-  agt_jail_overlay_opts(j->d, j->layer_paths, j->rootfs_path, j->dir, plan.overlay_opts,
+  plan.hostname = j->rec.name;
+  agt_jail_overlay_opts(j->d, j->rec.layer_paths, j->rec.rootfs_path, j->rec.dir, plan.overlay_opts,
                         sizeof plan.overlay_opts);
-  plan.jail_dir = j->dir;
-  plan.merged = j->merged;
-  plan.workspace = j->workspace;
-  if (j->binds.home_mode == AGT_HOME_PERSISTENT)
-    plan.home = j->binds.home_path;
-  else if (j->binds.home_mode == AGT_HOME_EPHEMERAL)
+  plan.jail_dir = j->rec.dir;
+  plan.merged = j->rec.merged;
+  plan.workspace = j->rec.workspace;
+  if (j->rec.binds.home_mode == AGT_HOME_PERSISTENT)
+    plan.home = j->rec.binds.home_path;
+  else if (j->rec.binds.home_mode == AGT_HOME_EPHEMERAL)
     snprintf(plan.home_tmpfs, sizeof plan.home_tmpfs, "mode=0700,uid=%u,gid=%u,size=%llu",
-             (unsigned)j->uid, (unsigned)j->gid, (unsigned long long)j->limits.tmp_bytes);
-  for (size_t i = 0; i < j->binds.nmounts && i < AGT_JAIL_MOUNTS_MAX; i++) {
-    mounts[i].path = j->binds.mounts[i].path;
-    mounts[i].writable = j->binds.mounts[i].writable;
+             (unsigned)j->rec.uid, (unsigned)j->rec.gid,
+             (unsigned long long)j->rec.limits.tmp_bytes);
+  for (size_t i = 0; i < j->rec.binds.nmounts && i < AGT_JAIL_MOUNTS_MAX; i++) {
+    mounts[i].path = j->rec.binds.mounts[i].path;
+    mounts[i].writable = j->rec.binds.mounts[i].writable;
   }
   plan.mounts = mounts;
-  plan.nmounts = j->binds.nmounts < AGT_JAIL_MOUNTS_MAX ? j->binds.nmounts : AGT_JAIL_MOUNTS_MAX;
+  plan.nmounts =
+      j->rec.binds.nmounts < AGT_JAIL_MOUNTS_MAX ? j->rec.binds.nmounts : AGT_JAIL_MOUNTS_MAX;
   snprintf(plan.tmp_opts, sizeof plan.tmp_opts, "mode=1777,size=%llu",
-           (unsigned long long)j->limits.tmp_bytes);
+           (unsigned long long)j->rec.limits.tmp_bytes);
   plan.cwd = "/work";
-  plan.path = agt_env_path(j->env);
-  plan.argv = j->argv;
-  plan.envp = j->env;
-  plan.uid = j->uid;
-  plan.gid = j->gid;
-  plan.nofile = j->limits.nofile;
+  plan.path = agt_env_path(j->rec.env);
+  plan.argv = j->rec.argv;
+  plan.envp = j->rec.env;
+  plan.uid = j->rec.uid;
+  plan.gid = j->rec.gid;
+  plan.nofile = j->rec.limits.nofile;
   plan.cap_last = agt_cap_last();
   plan.seccomp = &j->d->seccomp->prog;
 
   for (int i = 0; i < 8; i += 2) {
-    if (j->tty && i >= 4)
+    if (j->rec.tty && i >= 4)
       break; /* on a terminal, output comes from the pty, not from pipes */
     if (pipe2(fds + i, O_CLOEXEC) < 0) {
       agt_error_make(err, errno, "pipe");
       goto fail;
     }
   }
-  if (j->tty && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, console) < 0) {
+  if (j->rec.tty && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, console) < 0) {
     agt_error_make(err, errno, "socketpair");
     goto fail;
   }
@@ -198,26 +201,26 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   plan.fds[2] = fds[5];
   plan.fds[3] = fds[7];
   plan.fds[5] = console[1];
-  plan.rows = j->rows;
-  plan.cols = j->cols;
+  plan.rows = j->out.rows;
+  plan.cols = j->out.cols;
   /* Network: a namespace of its own in every mode (mode open gets a way out below). */
   netns = agt_netns_pool_take(j->d->netns);
   plan.fds[4] = netns;
 
-  j->start_request_ns = j->start_request_ns ? j->start_request_ns : agt_now_ns();
-  dir_fd = open(j->dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  j->run.start_request_ns = j->run.start_request_ns ? j->run.start_request_ns : agt_now_ns();
+  dir_fd = open(j->rec.dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (dir_fd < 0) {
-    agt_error_make(err, errno, "open '%s'", j->dir);
+    agt_error_make(err, errno, "open '%s'", j->rec.dir);
     goto fail;
   }
-  cgroup_fd = agt_cgroup_open(j->d->cgroup, j->name);
+  cgroup_fd = agt_cgroup_open(j->d->cgroup, j->rec.name);
   /* The init is born the child of its keeper, which takes the read ends of its output. */
   memset(&ks, 0, sizeof ks);
   ks.plan = &plan;
-  ks.name = j->name;
+  ks.name = j->rec.name;
   ks.new_netns = netns < 0;
   ks.cgroup_fd = cgroup_fd;
-  ks.attach_cgroup = j->d->cgroup->fast_attach ? j->name : NULL;
+  ks.attach_cgroup = j->d->cgroup->fast_attach ? j->rec.name : NULL;
   ks.out_rd = fds[4];
   ks.err_rd = fds[6];
   ks.console_rd = console[0];
@@ -227,7 +230,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
     close(cgroup_fd);
   close(dir_fd);
   if (r < 0) {
-    agt_error_wrap(err, "start jail '%s'", j->name);
+    agt_error_wrap(err, "start jail '%s'", j->rec.name);
     goto fail;
   }
   pid = ks.pid;
@@ -256,26 +259,26 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
    * On failure the child is killed, and supervised below so that it is reaped. */
   if (*err) {
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-    agt_error_wrap(err, "start jail '%s'", j->name);
+    agt_error_wrap(err, "start jail '%s'", j->rec.name);
     close(fds[1]);
-  } else if (j->net.mode == AGT_NET_ALLOW && agt_jail_start_egress(j, netns, pid, err) < 0) {
+  } else if (j->rec.net.mode == AGT_NET_ALLOW && agt_jail_start_egress(j, netns, pid, err) < 0) {
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-    agt_error_wrap(err, "start jail '%s'", j->name);
+    agt_error_wrap(err, "start jail '%s'", j->rec.name);
     close(fds[1]);
-  } else if (j->net.mode == AGT_NET_OPEN && start_open_net(j, &on, netns, pid, err) < 0) {
+  } else if (j->rec.net.mode == AGT_NET_OPEN && start_open_net(j, &on, netns, pid, err) < 0) {
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-    agt_error_wrap(err, "start jail '%s'", j->name);
+    agt_error_wrap(err, "start jail '%s'", j->rec.name);
     close(fds[1]);
   } else if (!attached) {
     /* A cgroup v1 migration waits for an RCU grace period (milliseconds, more under load):
      * it happens in the threadpool, so the loop keeps serving, and concurrent starts share
      * the wait.  The go byte follows from the loop once it is done. */
-    j->attach_pid = pid;
-    j->attach_go_fd = fds[1];
-    j->attach_pidfd = pidfd;
-    j->attach_work.data = j;
-    j->attach_pending = 1;
-    uv_queue_work(j->d->loop, &j->attach_work, attach_work_cb, attach_done_cb);
+    j->run.attach_pid = pid;
+    j->run.attach_go_fd = fds[1];
+    j->run.attach_pidfd = pidfd;
+    j->run.attach_work.data = j;
+    j->run.attach_pending = 1;
+    uv_queue_work(j->d->loop, &j->run.attach_work, attach_work_cb, attach_done_cb);
   } else {
     send_go(j, fds[1]);
   }
@@ -294,7 +297,7 @@ fail:
   close_all(console, 2);
   if (netns >= 0)
     close(netns);
-  agt_cgroup_destroy(j->d->cgroup, j->name, NULL);
+  agt_cgroup_destroy(j->d->cgroup, j->rec.name, NULL);
   return -1;
 }
 
@@ -302,48 +305,48 @@ static void stop_timer_cb(uv_timer_t *t)
 {
   agt_jail_t *j = t->data;
 
-  if (j->pidfd >= 0 && (j->state == AGT_JAIL_STOPPING || j->state == AGT_JAIL_RUNNING ||
-                        j->state == AGT_JAIL_STARTING)) {
-    agt_log_info("jail '%s': grace period over, sending SIGKILL", j->name);
-    free(j->exit_reason);
-    j->exit_reason = xstrdup("killed after the stop grace period");
-    syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
+  if (j->run.pidfd >= 0 && (j->rec.state == AGT_JAIL_STOPPING || j->rec.state == AGT_JAIL_RUNNING ||
+                            j->rec.state == AGT_JAIL_STARTING)) {
+    agt_log_info("jail '%s': grace period over, sending SIGKILL", j->rec.name);
+    free(j->rec.exit_reason);
+    j->rec.exit_reason = xstrdup("killed after the stop grace period");
+    syscall(SYS_pidfd_send_signal, j->run.pidfd, SIGKILL, NULL, 0);
   }
 }
 
 int agt_jail_stop(agt_jail_t *j, uint64_t grace_ms, agt_error_t *err)
 {
-  if (j->state != AGT_JAIL_RUNNING && j->state != AGT_JAIL_STARTING &&
-      j->state != AGT_JAIL_STOPPING)
-    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is not running (%s)", j->name,
-                          agt_jail_state_name(j->state));
-  if (j->state == AGT_JAIL_STOPPING)
+  if (j->rec.state != AGT_JAIL_RUNNING && j->rec.state != AGT_JAIL_STARTING &&
+      j->rec.state != AGT_JAIL_STOPPING)
+    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is not running (%s)", j->rec.name,
+                          agt_jail_state_name(j->rec.state));
+  if (j->rec.state == AGT_JAIL_STOPPING)
     return 0;
-  j->state = AGT_JAIL_STOPPING;
+  j->rec.state = AGT_JAIL_STOPPING;
   /* No grace: SIGKILL alone.  A SIGTERM just before it would race it (the agent could end
    * by the SIGTERM first), and the exit would say terminated or killed by chance. */
   if (grace_ms == 0)
     return agt_jail_kill(j, SIGKILL, err);
   /* The init forwards SIGTERM to the agent; before the init has its handler in place the
    * signal is dropped and the grace timer ends it. */
-  if (syscall(SYS_pidfd_send_signal, j->pidfd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
-    return agt_error_make(err, errno, "signal jail '%s'", j->name);
-  j->stop_timer.data = j;
-  uv_timer_start(&j->stop_timer, stop_timer_cb, grace_ms, 0);
+  if (syscall(SYS_pidfd_send_signal, j->run.pidfd, SIGTERM, NULL, 0) < 0 && errno != ESRCH)
+    return agt_error_make(err, errno, "signal jail '%s'", j->rec.name);
+  j->run.stop_timer.data = j;
+  uv_timer_start(&j->run.stop_timer, stop_timer_cb, grace_ms, 0);
   return 0;
 }
 
 int agt_jail_kill(agt_jail_t *j, int sig, agt_error_t *err)
 {
-  if (j->state != AGT_JAIL_RUNNING && j->state != AGT_JAIL_STARTING &&
-      j->state != AGT_JAIL_STOPPING)
-    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is not running (%s)", j->name,
-                          agt_jail_state_name(j->state));
+  if (j->rec.state != AGT_JAIL_RUNNING && j->rec.state != AGT_JAIL_STARTING &&
+      j->rec.state != AGT_JAIL_STOPPING)
+    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is not running (%s)", j->rec.name,
+                          agt_jail_state_name(j->rec.state));
   if (sig <= 0 || sig >= NSIG)
     return agt_error_kind(err, AGT_E_INVALID, "signal %d is out of range", sig);
-  if (sig == SIGKILL && !j->exit_reason)
-    j->exit_reason = xstrdup("killed");
-  if (syscall(SYS_pidfd_send_signal, j->pidfd, sig, NULL, 0) < 0 && errno != ESRCH)
-    return agt_error_make(err, errno, "signal jail '%s'", j->name);
+  if (sig == SIGKILL && !j->rec.exit_reason)
+    j->rec.exit_reason = xstrdup("killed");
+  if (syscall(SYS_pidfd_send_signal, j->run.pidfd, sig, NULL, 0) < 0 && errno != ESRCH)
+    return agt_error_make(err, errno, "signal jail '%s'", j->rec.name);
   return 0;
 }

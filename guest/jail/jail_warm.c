@@ -454,19 +454,19 @@ static size_t claim_strings(struct agt_jail_s *j, const char **s, size_t max, ch
 {
   size_t n = 0;
 
-  if (j->limits.tmp_bytes != warm_tmp)
-    snprintf(tmp_opts, tmp_size, "size=%llu", (unsigned long long)j->limits.tmp_bytes);
+  if (j->rec.limits.tmp_bytes != warm_tmp)
+    snprintf(tmp_opts, tmp_size, "size=%llu", (unsigned long long)j->rec.limits.tmp_bytes);
   else
     tmp_opts[0] = '\0';
-  s[n++] = j->name;
-  s[n++] = agt_env_path(j->env);
+  s[n++] = j->rec.name;
+  s[n++] = agt_env_path(j->rec.env);
   s[n++] = "/work";
   s[n++] = passwd;
   s[n++] = group;
   s[n++] = tmp_opts;
-  for (char **a = j->argv; *a && n < max; a++)
+  for (char **a = j->rec.argv; *a && n < max; a++)
     s[n++] = *a;
-  for (char **e = j->env; e && *e && n < max; e++)
+  for (char **e = j->rec.env; e && *e && n < max; e++)
     s[n++] = *e;
   return n;
 }
@@ -505,12 +505,12 @@ struct agt_warm_s *agt_warm_take(struct agtd_s *d, struct agt_jail_s *j)
 
   /* mounts or an ephemeral home: a cold start makes them (the claim carries the workspace
    * and a persistent home only) */
-  if (!d->warm->enabled || j->net.mode == AGT_NET_OPEN ||
-      j->binds.home_mode == AGT_HOME_EPHEMERAL || j->binds.nmounts > 0)
+  if (!d->warm->enabled || j->rec.net.mode == AGT_NET_OPEN ||
+      j->rec.binds.home_mode == AGT_HOME_EPHEMERAL || j->rec.binds.nmounts > 0)
     return NULL;
-  for (char **a = j->argv; a && *a; a++)
+  for (char **a = j->rec.argv; a && *a; a++)
     bytes += strlen(*a) + 1;
-  for (char **e = j->env; e && *e; e++)
+  for (char **e = j->rec.env; e && *e; e++)
     bytes += strlen(*e) + 1;
   if (bytes > AGT_CLAIM_MAX)
     return NULL;
@@ -518,7 +518,7 @@ struct agt_warm_s *agt_warm_take(struct agtd_s *d, struct agt_jail_s *j)
   while (*p) {
     struct agt_warm_s *w = *p;
 
-    if (strcmp(w->rootfs_id, j->rootfs_id) != 0 || !warm_ready(w)) {
+    if (strcmp(w->rootfs_id, j->rec.rootfs_id) != 0 || !warm_ready(w)) {
       p = &w->next;
       continue;
     }
@@ -541,7 +541,7 @@ static int send_claim(struct agt_jail_s *j, struct agt_warm_s *w, int mount_fd, 
   cleanup_free char *group = NULL;
   cleanup_free const char **s = NULL;
   cleanup_free struct iovec *iov = NULL;
-  size_t max = 6 + strv_len(j->argv) + strv_len(j->env), n, total = 0;
+  size_t max = 6 + strv_len(j->rec.argv) + strv_len(j->rec.env), n, total = 0;
   char tmp_opts[64];
   struct agt_claim c;
   union {
@@ -551,7 +551,7 @@ static int send_claim(struct agt_jail_s *j, struct agt_warm_s *w, int mount_fd, 
   struct msghdr mh;
   struct cmsghdr *cm;
 
-  if (j->uid == w->uid && j->gid == w->gid) {
+  if (j->rec.uid == w->uid && j->rec.gid == w->gid) {
     passwd = xstrdup(""); /* made for this user already */
     group = xstrdup("");
   } else {
@@ -566,14 +566,14 @@ static int send_claim(struct agt_jail_s *j, struct agt_warm_s *w, int mount_fd, 
     total += iov[i + 1].iov_len;
   }
   memset(&c, 0, sizeof c);
-  c.uid = j->uid;
-  c.gid = j->gid;
-  c.nofile = j->limits.nofile;
-  c.rows = j->rows;
-  c.cols = j->cols;
-  c.tty = (uint32_t)j->tty;
-  c.argc = (uint32_t)strv_len(j->argv);
-  c.envc = (uint32_t)strv_len(j->env);
+  c.uid = j->rec.uid;
+  c.gid = j->rec.gid;
+  c.nofile = j->rec.limits.nofile;
+  c.rows = j->out.rows;
+  c.cols = j->out.cols;
+  c.tty = (uint32_t)j->rec.tty;
+  c.argc = (uint32_t)strv_len(j->rec.argv);
+  c.envc = (uint32_t)strv_len(j->rec.env);
   c.len = (uint32_t)total;
   c.home = home_fd >= 0;
   iov[0].iov_base = &c;
@@ -648,33 +648,34 @@ static void started(struct agt_jail_s *j)
 int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
 {
   struct agtd_s *d = j->d;
-  struct agt_warm_s *w = j->warm;
+  struct agt_warm_s *w = j->run.warm;
   int mfd, hfd = -1, r;
 
-  j->warm = NULL;
+  j->run.warm = NULL;
   if (dead(w, NULL)) {
     agt_warm_discard(d, w, 1);
     return 1;
   }
-  if (agt_cgroup_adopt(d->cgroup, w->name, j->name, w->pid, &j->limits.cg, &w->limits, err) < 0 ||
-      agt_disk_jail_limit(d->disk, j->dir, j->limits.disk_bytes, err) < 0)
+  if (agt_cgroup_adopt(d->cgroup, w->name, j->rec.name, w->pid, &j->rec.limits.cg, &w->limits,
+                       err) < 0 ||
+      agt_disk_jail_limit(d->disk, j->rec.dir, j->rec.limits.disk_bytes, err) < 0)
     goto fail;
-  mfd = workspace_mount(j->workspace, err);
+  mfd = workspace_mount(j->rec.workspace, err);
   if (mfd < 0)
     goto fail;
-  if (j->binds.home_mode == AGT_HOME_PERSISTENT &&
-      (hfd = home_mount(j->binds.home_path, err)) < 0) {
+  if (j->rec.binds.home_mode == AGT_HOME_PERSISTENT &&
+      (hfd = home_mount(j->rec.binds.home_path, err)) < 0) {
     close(mfd);
     goto fail;
   }
   /* The proxy listens before the agent can run, as in a cold start. */
-  if (j->net.mode == AGT_NET_ALLOW && agt_jail_start_egress(j, w->netns_fd, w->pid, err) < 0) {
+  if (j->rec.net.mode == AGT_NET_ALLOW && agt_jail_start_egress(j, w->netns_fd, w->pid, err) < 0) {
     close(mfd);
     if (hfd >= 0)
       close(hfd);
     goto fail;
   }
-  agt_keep_send_budget(w->keep_fd, j->limits.log_bytes);
+  agt_keep_send_budget(w->keep_fd, j->rec.limits.log_bytes);
   r = send_claim(j, w, mfd, hfd, err);
   close(mfd);
   if (hfd >= 0)
@@ -684,19 +685,19 @@ int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
   /* The keeper reads the agent's output from the pty (its master arrives on the console
    * socket) or from the pipes, whichever the claim made the jail use. */
   r = agt_jail_begin_run(j, w->pid, w->pidfd, w->keep_fd, w->keeper_pidfd, w->status_fd, err);
-  j->started_warm = 1;
-  j->on_started = started;
+  j->run.started_warm = 1;
+  j->run.on_started = started;
   agt_jail_save(j, NULL); /* the record, "starting", while the jail applies its claim */
   w->pidfd = w->status_fd = w->keep_fd = w->keeper_pidfd = -1; /* the jail's now */
   warm_free(w);
   return r < 0 || *err ? -1 : 0;
 
 fail:
-  agt_error_wrap(err, "start jail '%s'", j->name);
-  agt_egress_stop(j->egress);
-  j->egress = NULL;
+  agt_error_wrap(err, "start jail '%s'", j->rec.name);
+  agt_egress_stop(j->run.egress);
+  j->run.egress = NULL;
   agt_warm_discard(d, w, 1);
-  agt_cgroup_destroy(d->cgroup, j->name, NULL);
+  agt_cgroup_destroy(d->cgroup, j->rec.name, NULL);
   return -1;
 }
 
@@ -706,9 +707,9 @@ static struct agt_warm_s *take_for_run(agt_jail_t *j)
 {
   struct agt_warm_s *w;
 
-  agt_warm_note_run(j->d, j->rootfs_id, j->rootfs_path, j->uid, j->gid);
+  agt_warm_note_run(j->d, j->rec.rootfs_id, j->rec.rootfs_path, j->rec.uid, j->rec.gid);
   w = agt_warm_take(j->d, j);
-  if (w && rename(w->dir, j->dir) < 0) {
+  if (w && rename(w->dir, j->rec.dir) < 0) {
     agt_warm_discard(j->d, w, 0);
     w = NULL;
   }
@@ -717,7 +718,7 @@ static struct agt_warm_s *take_for_run(agt_jail_t *j)
 
 static void give_back(agt_jail_t *j)
 {
-  agt_warm_discard(j->d, j->warm, 1);
+  agt_warm_discard(j->d, j->run.warm, 1);
 }
 
 const struct agt_jail_prepared agt_warm_for_run = {

@@ -29,8 +29,8 @@ int agt_starts_in_flight(struct agtd_s *d)
   uint64_t now = agt_now_ns();
 
   for (struct agt_jail_s *j = d->jails; j; j = j->next)
-    if (j->state == AGT_JAIL_STARTING && j->start_request_ns &&
-        now - j->start_request_ns < HUNG_START_NS)
+    if (j->rec.state == AGT_JAIL_STARTING && j->run.start_request_ns &&
+        now - j->run.start_request_ns < HUNG_START_NS)
       return 1;
   return 0;
 }
@@ -111,15 +111,15 @@ void agt_start_prio_exec(struct agtd_s *d, struct agt_jail_s *j)
   struct sched_param sp = {.sched_priority = 0};
   int pid;
 
-  if (!j->started_warm || !d->prio->enabled)
+  if (!j->run.started_warm || !d->prio->enabled)
     return;
   /* The init and its agent, whatever the agent forked since being SCHED_OTHER already. */
-  dir = agt_cgroup_path(d->cgroup, j->name);
+  dir = agt_cgroup_path(d->cgroup, j->rec.name);
   procs = xasprintf("%s/cgroup.procs", dir);
   f = fopen(procs, "re");
   while (f && fscanf(f, "%d", &pid) == 1)
     if (pid > 0)
       sched_setscheduler(pid, SCHED_OTHER, &sp);
   if (d->prio->budgets)
-    agt_cgroup_rt_budget(d->cgroup, j->name, 0, NULL);
+    agt_cgroup_rt_budget(d->cgroup, j->rec.name, 0, NULL);
 }

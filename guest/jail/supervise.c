@@ -30,10 +30,10 @@ static void handle_closed(uv_handle_t *h)
 {
   agt_jail_t *j = h->data;
 
-  j->handles_open--;
+  j->run.handles_open--;
   if (j->d->shutting_down)
     return;
-  if (j->handles_open == 0 && j->exited_seen && j->streams_open == 0)
+  if (j->run.handles_open == 0 && j->run.exited_seen && j->run.streams_open == 0)
     agt_jail_run_finished(j);
 }
 
@@ -49,12 +49,12 @@ static void close_handle(agt_jail_t *j, uv_handle_t *h)
 int agt_jail_log_read(agt_jail_t *j, uint64_t from, size_t max, char **data, size_t *len,
                       uint64_t *start, agt_error_t *err)
 {
-  uint64_t end = j->log.pos.base + j->log.pos.size, oldest;
+  uint64_t end = j->out.log.pos.base + j->out.log.pos.size, oldest;
   cleanup_free char *buf = NULL;
   struct agt_outlog_snap snap;
   size_t got = 0;
 
-  agt_outlog_snapshot(j->log_path, j->log_old_path, &snap);
+  agt_outlog_snapshot(j->rec.log_path, j->rec.log_old_path, &snap);
   oldest = snap.old_fd >= 0 ? snap.old_base : snap.fd >= 0 ? snap.base : end;
   if (from < oldest)
     from = oldest; /* older output was rotated away */
@@ -68,7 +68,7 @@ int agt_jail_log_read(agt_jail_t *j, uint64_t from, size_t max, char **data, siz
     if (n < 0) {
       int e = errno;
       agt_outlog_snap_close(&snap);
-      return agt_error_make(err, e, "read '%s'", j->log_path);
+      return agt_error_make(err, e, "read '%s'", j->rec.log_path);
     }
     if (n == 0 && got == 0 && snap.fd >= 0 && from < snap.base) {
       /* the old file was replaced meanwhile: on from the current file's first byte */
@@ -93,16 +93,16 @@ static void keep_cb(uv_poll_t *p, int status, int events);
 
 void agt_jail_output_pause(agt_jail_t *j, int pause)
 {
-  if (j->output_paused == pause)
+  if (j->out.paused == pause)
     return;
-  j->output_paused = pause;
-  if (!j->keep_open)
+  j->out.paused = pause;
+  if (!j->run.keep_open)
     return;
   /* Not reading from the keeper: it stops reading the jail's output once its record waits. */
   if (pause)
-    uv_poll_stop(&j->keep_poll);
+    uv_poll_stop(&j->run.keep_poll);
   else
-    uv_poll_start(&j->keep_poll, UV_READABLE, keep_cb);
+    uv_poll_start(&j->run.keep_poll, UV_READABLE, keep_cb);
 }
 
 /* The terminal's master, from the keeper: agtd writes the attached client's input to it and
@@ -111,60 +111,60 @@ static void take_terminal(agt_jail_t *j, int fd)
 {
   int r;
 
-  if (j->tty_open) {
+  if (j->out.tty_open) {
     close(fd);
     return;
   }
-  j->tty_fd = fd;
-  uv_pipe_init(j->d->loop, &j->tty_pipe, 0);
-  j->tty_pipe.data = j;
-  j->handles_open++;
-  r = uv_pipe_open(&j->tty_pipe, fd);
+  j->out.tty_fd = fd;
+  uv_pipe_init(j->d->loop, &j->out.tty_pipe, 0);
+  j->out.tty_pipe.data = j;
+  j->run.handles_open++;
+  r = uv_pipe_open(&j->out.tty_pipe, fd);
   if (r < 0) {
-    agt_log_warning("jail '%s': write to its terminal: %s", j->name, uv_strerror(r));
+    agt_log_warning("jail '%s': write to its terminal: %s", j->rec.name, uv_strerror(r));
     close(fd);
-    j->tty_fd = -1;
-    close_handle(j, (uv_handle_t *)&j->tty_pipe);
+    j->out.tty_fd = -1;
+    close_handle(j, (uv_handle_t *)&j->out.tty_pipe);
     return;
   }
-  j->tty_open = 1;
+  j->out.tty_open = 1;
 }
 
 /* The keeper's record of the exit; when it died without one, the jail died with it. */
 static void set_exit(agt_jail_t *j, int code, int sig, int64_t finished)
 {
-  j->exit_code = code;
-  j->exit_signal = sig;
-  j->finished = (time_t)finished;
-  j->exited_seen = 1;
-  uv_timer_stop(&j->stop_timer);
+  j->rec.exit_code = code;
+  j->rec.exit_signal = sig;
+  j->rec.finished = (time_t)finished;
+  j->run.exited_seen = 1;
+  uv_timer_stop(&j->run.stop_timer);
 }
 
 static void keeper_done(agt_jail_t *j)
 {
-  if (!j->exited_seen) {
+  if (!j->run.exited_seen) {
     int code, sig;
     int64_t finished;
-    if (agt_keep_read_exit(j->dir, &code, &sig, &finished) == 0) {
+    if (agt_keep_read_exit(j->rec.dir, &code, &sig, &finished) == 0) {
       set_exit(j, code, sig, finished);
     } else {
       set_exit(j, 128 + SIGKILL, SIGKILL, (int64_t)time(NULL));
-      free(j->exit_reason);
-      j->exit_reason = xstrdup("its keeper died");
+      free(j->rec.exit_reason);
+      j->rec.exit_reason = xstrdup("its keeper died");
     }
   }
-  if (!j->keep_open)
+  if (!j->run.keep_open)
     return;
-  j->keep_open = 0;
-  uv_poll_stop(&j->keep_poll);
-  close_handle(j, (uv_handle_t *)&j->keep_poll);
-  close(j->keep_fd); /* the keeper exits once it sees this */
-  j->keep_fd = -1;
-  if (j->tty_open) {
-    j->tty_open = 0;
-    close_handle(j, (uv_handle_t *)&j->tty_pipe);
+  j->run.keep_open = 0;
+  uv_poll_stop(&j->run.keep_poll);
+  close_handle(j, (uv_handle_t *)&j->run.keep_poll);
+  close(j->run.keep_fd); /* the keeper exits once it sees this */
+  j->run.keep_fd = -1;
+  if (j->out.tty_open) {
+    j->out.tty_open = 0;
+    close_handle(j, (uv_handle_t *)&j->out.tty_pipe);
   }
-  j->streams_open--;
+  j->run.streams_open--;
 }
 
 static void keep_cb(uv_poll_t *p, int status, int events)
@@ -174,24 +174,24 @@ static void keep_cb(uv_poll_t *p, int status, int events)
 
   (void)status;
   (void)events;
-  while (j->keep_open && !j->output_paused) {
+  while (j->run.keep_open && !j->out.paused) {
     struct agt_keep_hdr h;
     int fds[2];
-    int r = agt_keep_recv(j->keep_fd, &h, data, fds);
+    int r = agt_keep_recv(j->run.keep_fd, &h, data, fds);
 
     if (r == 0)
       return;
     if (r < 0) {
       if (errno != EPIPE && errno != ECONNRESET)
-        agt_log_warning("jail '%s': its keeper: %s", j->name, strerror(errno));
+        agt_log_warning("jail '%s': its keeper: %s", j->rec.name, strerror(errno));
       keeper_done(j);
       return;
     }
     switch (h.type) {
     case AGT_KEEP_OUT:
-      j->log.pos.base = h.base;
-      j->log.pos.size = h.size;
-      j->log.pos.old_base = h.old_base;
+      j->out.log.pos.base = h.base;
+      j->out.log.pos.size = h.size;
+      j->out.log.pos.old_base = h.old_base;
       if (j->d->output_watch)
         j->d->output_watch->output(j, data, h.len);
       break;
@@ -216,14 +216,14 @@ static void keep_cb(uv_poll_t *p, int status, int events)
 int agt_jail_adopt(agt_jail_t *j, int keep_fd, const struct agt_keep_hdr *h, int fds[2],
                    agt_error_t *err)
 {
-  j->pid = h->pid;
-  j->pidfd = fds[0];
+  j->run.pid = h->pid;
+  j->run.pidfd = fds[0];
   fds[0] = -1;
-  j->state = AGT_JAIL_RUNNING; /* a stop or start in progress ended with the last agtd */
-  j->log.pos.base = h->base;
-  j->log.pos.size = h->size;
-  j->log.pos.old_base = h->old_base;
-  j->exited_seen = 0;
+  j->rec.state = AGT_JAIL_RUNNING; /* a stop or start in progress ended with the last agtd */
+  j->out.log.pos.base = h->base;
+  j->out.log.pos.size = h->size;
+  j->out.log.pos.old_base = h->old_base;
+  j->run.exited_seen = 0;
   if (agt_jail_supervise(j, keep_fd, -1, -1, err) < 0)
     return -1;
   if (fds[1] >= 0)
@@ -235,16 +235,16 @@ int agt_jail_adopt(agt_jail_t *j, int keep_fd, const struct agt_keep_hdr *h, int
     return 0;
   }
   /* What the terminal showed lately, for attach: the log's tail. */
-  if (j->tty) {
-    uint64_t end = j->log.pos.base + j->log.pos.size, start;
+  if (j->rec.tty) {
+    uint64_t end = j->out.log.pos.base + j->out.log.pos.size, start;
     uint64_t from = end > AGT_SCREEN_MAX ? end - AGT_SCREEN_MAX : 0;
     char *data;
     size_t len;
     if (agt_jail_log_read(j, from, AGT_SCREEN_MAX, &data, &len, &start, NULL) == 0) {
-      free(j->screen);
-      j->screen = xmalloc(AGT_SCREEN_MAX);
-      memcpy(j->screen, data, len);
-      j->screen_len = len;
+      free(j->out.screen);
+      j->out.screen = xmalloc(AGT_SCREEN_MAX);
+      memcpy(j->out.screen, data, len);
+      j->out.screen_len = len;
       free(data);
     }
   }
@@ -260,7 +260,7 @@ static void keeper_exit_cb(uv_poll_t *p, int status, int events)
   (void)status;
   (void)events;
   memset(&info, 0, sizeof info);
-  if (syscall(SYS_waitid, P_PIDFD, j->keeper_pidfd, &info, WEXITED | WNOHANG, NULL) == 0 &&
+  if (syscall(SYS_waitid, P_PIDFD, j->run.keeper_pidfd, &info, WEXITED | WNOHANG, NULL) == 0 &&
       info.si_pid == 0)
     return; /* not yet */
   uv_poll_stop(p);
@@ -269,43 +269,43 @@ static void keeper_exit_cb(uv_poll_t *p, int status, int events)
 
 static void status_eof(agt_jail_t *j)
 {
-  if (j->status_len >= sizeof(struct agt_setup_error)) {
+  if (j->run.status_len >= sizeof(struct agt_setup_error)) {
     struct agt_setup_error e;
     agt_error_t err = NULL;
 
-    memcpy(&e, j->status_buf, sizeof e);
+    memcpy(&e, j->run.status_buf, sizeof e);
     e.step[sizeof e.step - 1] = '\0';
-    agt_error_make(&err, e.errnum, "start jail '%s': %s", j->name, e.step);
-    free(j->exit_reason);
-    j->exit_reason = xstrdup(err->msg);
+    agt_error_make(&err, e.errnum, "start jail '%s': %s", j->rec.name, e.step);
+    free(j->rec.exit_reason);
+    j->rec.exit_reason = xstrdup(err->msg);
     agt_log_warning("%s", err->msg);
     /* jail.run removes a jail that never started, and answers once it is gone. */
-    if (j->rm_if_no_start)
-      j->rm_on_exit = 1;
+    if (j->run.rm_if_no_start)
+      j->run.rm_on_exit = 1;
     else
-      agt_pending_answer(&j->start_waiters, NULL, err);
+      agt_pending_answer(&j->out.start_waiters, NULL, err);
     agt_error_release(&err);
     return;
   }
-  j->rm_if_no_start = 0;
-  j->exec_ns = agt_now_ns();
-  if (j->state == AGT_JAIL_STARTING)
-    j->state = AGT_JAIL_RUNNING;
+  j->run.rm_if_no_start = 0;
+  j->run.exec_ns = agt_now_ns();
+  if (j->rec.state == AGT_JAIL_STARTING)
+    j->rec.state = AGT_JAIL_RUNNING;
   {
     json_t *info = agt_jail_to_json(j, 0);
-    if (j->start_request_ns)
+    if (j->run.start_request_ns)
       json_object_set_new(info, "start_ms",
-                          json_real((double)(j->exec_ns - j->start_request_ns) / 1e6));
-    json_object_set_new(info, "warm", json_boolean(j->started_warm));
-    if (j->on_started)
-      j->on_started(j);
-    agt_pending_answer(&j->start_waiters, info, NULL);
+                          json_real((double)(j->run.exec_ns - j->run.start_request_ns) / 1e6));
+    json_object_set_new(info, "warm", json_boolean(j->run.started_warm));
+    if (j->run.on_started)
+      j->run.on_started(j);
+    agt_pending_answer(&j->out.start_waiters, info, NULL);
     json_decref(info);
   }
   /* The start is over once it is answered: the rest at normal priority, behind the agent
    * (which its init has taken back to normal priority already; this makes sure). */
   agt_start_prio_exec(j->d, j);
-  j->start_request_ns = 0;
+  j->run.start_request_ns = 0;
   agt_start_prio_settle(j->d);
   agt_jail_save(j, NULL);
 }
@@ -315,16 +315,16 @@ static void status_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
   agt_jail_t *j = s->data;
 
   if (n > 0) {
-    size_t room = sizeof j->status_buf - j->status_len;
+    size_t room = sizeof j->run.status_buf - j->run.status_len;
     size_t take = (size_t)n < room ? (size_t)n : room;
-    memcpy(j->status_buf + j->status_len, buf->base, take);
-    j->status_len += take;
+    memcpy(j->run.status_buf + j->run.status_len, buf->base, take);
+    j->run.status_len += take;
     return;
   }
   if (n < 0) {
     status_eof(j);
     uv_read_stop(s);
-    j->streams_open--;
+    j->run.streams_open--;
     close_handle(j, (uv_handle_t *)s);
   }
 }
@@ -335,42 +335,42 @@ int agt_jail_supervise(agt_jail_t *j, int keep_fd, int keeper_pidfd, int status_
   uv_loop_t *loop = j->d->loop;
   int r;
 
-  j->streams_open = 0;
-  j->keep_fd = keep_fd;
-  j->keeper_pidfd = keeper_pidfd;
-  uv_poll_init(loop, &j->keep_poll, keep_fd);
-  j->keep_poll.data = j;
-  j->handles_open++;
-  j->keep_open = 1;
-  j->streams_open++;
-  r = uv_poll_start(&j->keep_poll, UV_READABLE, keep_cb);
+  j->run.streams_open = 0;
+  j->run.keep_fd = keep_fd;
+  j->run.keeper_pidfd = keeper_pidfd;
+  uv_poll_init(loop, &j->run.keep_poll, keep_fd);
+  j->run.keep_poll.data = j;
+  j->run.handles_open++;
+  j->run.keep_open = 1;
+  j->run.streams_open++;
+  r = uv_poll_start(&j->run.keep_poll, UV_READABLE, keep_cb);
   if (r < 0) {
     keeper_done(j);
-    return agt_error_kind(err, AGT_E_INTERNAL, "watch the keeper of jail '%s': %s", j->name,
+    return agt_error_kind(err, AGT_E_INTERNAL, "watch the keeper of jail '%s': %s", j->rec.name,
                           uv_strerror(r));
   }
-  if (j->output_paused)
-    uv_poll_stop(&j->keep_poll);
+  if (j->out.paused)
+    uv_poll_stop(&j->run.keep_poll);
   if (keeper_pidfd >= 0) {
-    uv_poll_init(loop, &j->pidfd_poll, keeper_pidfd);
-    j->pidfd_poll.data = j;
-    j->handles_open++;
-    uv_poll_start(&j->pidfd_poll, UV_READABLE, keeper_exit_cb);
+    uv_poll_init(loop, &j->run.pidfd_poll, keeper_pidfd);
+    j->run.pidfd_poll.data = j;
+    j->run.handles_open++;
+    uv_poll_start(&j->run.pidfd_poll, UV_READABLE, keeper_exit_cb);
   }
   if (status_fd >= 0) {
-    uv_pipe_init(loop, &j->status_pipe, 0);
-    j->status_pipe.data = j;
-    j->handles_open++;
-    r = uv_pipe_open(&j->status_pipe, status_fd);
+    uv_pipe_init(loop, &j->run.status_pipe, 0);
+    j->run.status_pipe.data = j;
+    j->run.handles_open++;
+    r = uv_pipe_open(&j->run.status_pipe, status_fd);
     if (r == 0)
-      r = uv_read_start((uv_stream_t *)&j->status_pipe, agt_read_buffer, status_cb);
+      r = uv_read_start((uv_stream_t *)&j->run.status_pipe, agt_read_buffer, status_cb);
     if (r < 0) {
       close(status_fd);
-      close_handle(j, (uv_handle_t *)&j->status_pipe);
-      return agt_error_kind(err, AGT_E_INTERNAL, "watch the start of jail '%s': %s", j->name,
+      close_handle(j, (uv_handle_t *)&j->run.status_pipe);
+      return agt_error_kind(err, AGT_E_INTERNAL, "watch the start of jail '%s': %s", j->rec.name,
                             uv_strerror(r));
     }
-    j->streams_open++;
+    j->run.streams_open++;
   }
   return 0;
 }
@@ -381,17 +381,17 @@ static void cleanup_cgroup(agt_jail_t *j)
 {
   agt_error_t err = NULL;
 
-  if (agt_cgroup_destroy(j->d->cgroup, j->name, &err) == 0) {
-    j->cgroup_pending = 0;
+  if (agt_cgroup_destroy(j->d->cgroup, j->rec.name, &err) == 0) {
+    j->run.cgroup_pending = 0;
     agt_jail_maybe_free(j);
     return;
   }
-  if (err->kind != AGT_E_BUSY || j->cgroup_pending > 200)
-    agt_log_warning("jail '%s': %s", j->name, err->msg);
+  if (err->kind != AGT_E_BUSY || j->run.cgroup_pending > 200)
+    agt_log_warning("jail '%s': %s", j->rec.name, err->msg);
   agt_error_release(&err);
-  j->cgroup_pending++;
-  j->stop_timer.data = j;
-  uv_timer_start(&j->stop_timer, cgroup_retry_cb, 10, 0);
+  j->run.cgroup_pending++;
+  j->run.stop_timer.data = j;
+  uv_timer_start(&j->run.stop_timer, cgroup_retry_cb, 10, 0);
 }
 
 static void cgroup_retry_cb(uv_timer_t *t)
@@ -404,28 +404,28 @@ void agt_jail_run_finished(agt_jail_t *j)
   struct agtd_s *d = j->d;
   json_t *info;
 
-  close(j->pidfd);
-  j->pidfd = -1;
-  j->pid = 0;
-  if (j->keeper_pidfd >= 0)
-    close(j->keeper_pidfd);
-  j->keeper_pidfd = -1;
-  j->tty_fd = -1; /* closed with tty_pipe */
-  j->output_paused = 0;
-  agt_egress_stop(j->egress);
-  j->egress = NULL;
-  if (j->state == AGT_JAIL_STARTING && j->status_len == 0 && !j->exit_reason)
-    j->exit_reason = xstrdup("the jail exited before its agent started");
-  j->state = AGT_JAIL_EXITED;
-  agt_outlog_close(&j->log);
-  agt_log_info("jail '%s' exited: code %d%s%s", j->name, j->exit_code, j->exit_reason ? ", " : "",
-               j->exit_reason ? j->exit_reason : "");
+  close(j->run.pidfd);
+  j->run.pidfd = -1;
+  j->run.pid = 0;
+  if (j->run.keeper_pidfd >= 0)
+    close(j->run.keeper_pidfd);
+  j->run.keeper_pidfd = -1;
+  j->out.tty_fd = -1; /* closed with tty_pipe */
+  j->out.paused = 0;
+  agt_egress_stop(j->run.egress);
+  j->run.egress = NULL;
+  if (j->rec.state == AGT_JAIL_STARTING && j->run.status_len == 0 && !j->rec.exit_reason)
+    j->rec.exit_reason = xstrdup("the jail exited before its agent started");
+  j->rec.state = AGT_JAIL_EXITED;
+  agt_outlog_close(&j->out.log);
+  agt_log_info("jail '%s' exited: code %d%s%s", j->rec.name, j->rec.exit_code,
+               j->rec.exit_reason ? ", " : "", j->rec.exit_reason ? j->rec.exit_reason : "");
   info = agt_jail_to_json(j, 0);
-  j->cgroup_pending = 1;
-  if (j->rm_on_exit) {
+  j->run.cgroup_pending = 1;
+  if (j->run.rm_on_exit) {
     agt_error_t err = NULL;
     if (agt_jail_remove(j, &err) < 0) {
-      agt_pending_answer(&j->exit_waiters, NULL, err);
+      agt_pending_answer(&j->out.exit_waiters, NULL, err);
       agt_error_release(&err);
     } else {
       json_object_set_new(info, "removed", json_true());
@@ -433,15 +433,16 @@ void agt_jail_run_finished(agt_jail_t *j)
   } else {
     agt_jail_save(j, NULL);
   }
-  agt_pending_answer(&j->exit_waiters, info, NULL);
+  agt_pending_answer(&j->out.exit_waiters, info, NULL);
   if (j->d->output_watch)
     j->d->output_watch->end(j, info);
   json_decref(info);
-  if (j->start_waiters) {
+  if (j->out.start_waiters) {
     agt_error_t err = NULL;
     agt_error_kind(&err, AGT_E_STATE, "%s",
-                   j->exit_reason ? j->exit_reason : "the jail exited before its agent started");
-    agt_pending_answer(&j->start_waiters, NULL, err);
+                   j->rec.exit_reason ? j->rec.exit_reason
+                                      : "the jail exited before its agent started");
+    agt_pending_answer(&j->out.start_waiters, NULL, err);
     agt_error_release(&err);
   }
   cleanup_cgroup(j);

@@ -35,8 +35,8 @@ int agt_req_daemon_status(agt_req_t *req, json_t **result, agt_error_t *err)
 
   (void)err;
   for (agt_jail_t *j = d->jails; j; j = j->next)
-    if (j->state == AGT_JAIL_RUNNING || j->state == AGT_JAIL_STARTING ||
-        j->state == AGT_JAIL_STOPPING)
+    if (j->rec.state == AGT_JAIL_RUNNING || j->rec.state == AGT_JAIL_STARTING ||
+        j->rec.state == AGT_JAIL_STOPPING)
       running++;
   *result = json_pack("{s:s, s:I, s:i, s:I, s:I, s:I, s:s}", "agtd_version", AGT_VERSION, "uptime",
                       (json_int_t)(time(NULL) - d->started), "cgroup_version", d->cgroup->version,

@@ -31,9 +31,9 @@ static json_t *jails_using(agtd_t *d, const char *path)
   json_t *arr = json_array();
 
   for (agt_jail_t *j = d->jails; j; j = j->next)
-    if (j->binds.home_mode == AGT_HOME_PERSISTENT && strcmp(j->binds.home_path, path) == 0)
-      json_array_append_new(
-          arr, json_pack("{s:s, s:s}", "name", j->name, "state", agt_jail_state_name(j->state)));
+    if (j->rec.binds.home_mode == AGT_HOME_PERSISTENT && strcmp(j->rec.binds.home_path, path) == 0)
+      json_array_append_new(arr, json_pack("{s:s, s:s}", "name", j->rec.name, "state",
+                                           agt_jail_state_name(j->rec.state)));
   return arr;
 }
 
@@ -63,7 +63,7 @@ int agt_req_home_reset(agt_req_t *req, json_t **result, agt_error_t *err)
   if ((j = agt_jail_home_user(req->d, path)) != NULL)
     return agt_error_kind(err, AGT_E_BUSY,
                           "the home of %s's %s is in use by jail '%s' (%s): stop it first", user,
-                          agent, j->name, agt_jail_state_name(j->state));
+                          agent, j->rec.name, agt_jail_state_name(j->rec.state));
   before = agt_home_describe(path, 0);
   if (agt_home_empty(path, err) < 0) {
     json_decref(before);

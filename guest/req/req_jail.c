@@ -37,13 +37,13 @@ static int find(agt_req_t *req, agt_jail_t **out, agt_error_t *err)
 static int start_and_wait(agt_req_t *req, agt_jail_t *j, uint64_t t0, agt_error_t *err)
 {
   agt_start_prio_boost(req->d);
-  j->start_request_ns = t0;
+  j->run.start_request_ns = t0;
   if (agt_jail_start(j, err) < 0) {
-    j->start_request_ns = 0;
+    j->run.start_request_ns = 0;
     agt_start_prio_settle(req->d);
     return -1;
   }
-  agt_pending_add(&j->start_waiters, req);
+  agt_pending_add(&j->out.start_waiters, req);
   return 1;
 }
 
@@ -69,7 +69,7 @@ int agt_req_jail_run(agt_req_t *req, json_t **result, agt_error_t *err)
     agt_start_prio_settle(req->d);
     return -1;
   }
-  j->rm_if_no_start = 1; /* a jail that cannot start is not left behind */
+  j->run.rm_if_no_start = 1; /* a jail that cannot start is not left behind */
   r = start_and_wait(req, j, t0, err);
   if (r < 0) {
     agt_error_t e2 = NULL;
@@ -102,7 +102,7 @@ int agt_req_jail_stop(agt_req_t *req, json_t **result, agt_error_t *err)
     return agt_error_kind(err, AGT_E_INVALID, "grace_ms is at most an hour");
   if (agt_jail_stop(j, grace, err) < 0)
     return -1;
-  agt_pending_add(&j->exit_waiters, req);
+  agt_pending_add(&j->out.exit_waiters, req);
   return 1;
 }
 
@@ -129,14 +129,14 @@ int agt_req_jail_rm(agt_req_t *req, json_t **result, agt_error_t *err)
 
   if (find(req, &j, err) < 0 || agt_param_bool(req->params, "force", &force, err) < 0)
     return -1;
-  if (j->state != AGT_JAIL_CREATED && j->state != AGT_JAIL_EXITED) {
+  if (j->rec.state != AGT_JAIL_CREATED && j->rec.state != AGT_JAIL_EXITED) {
     if (!force)
       return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s: stop it first, or use force",
-                            j->name, agt_jail_state_name(j->state));
-    j->rm_on_exit = 1;
+                            j->rec.name, agt_jail_state_name(j->rec.state));
+    j->run.rm_on_exit = 1;
     if (agt_jail_kill(j, SIGKILL, err) < 0)
       return -1;
-    agt_pending_add(&j->exit_waiters, req);
+    agt_pending_add(&j->out.exit_waiters, req);
     return 1;
   }
   if (agt_jail_remove(j, err) < 0)
@@ -169,7 +169,7 @@ int agt_req_jail_inspect(agt_req_t *req, json_t **result, agt_error_t *err)
 
 static int has_writer(agt_jail_t *j)
 {
-  for (struct agt_stream_s *s = j->streams; s; s = s->next)
+  for (struct agt_stream_s *s = j->out.streams; s; s = s->next)
     if (s->writer)
       return 1;
   return 0;
@@ -201,7 +201,7 @@ static uint64_t line_start(agt_jail_t *j, uint64_t off, uint64_t end)
 static json_t *log_times(agt_jail_t *j, uint64_t from, uint64_t to)
 {
   struct agt_outlog_time *t = NULL;
-  size_t n = agt_outlog_times(j->log_path, j->log_old_path, from, to, &t);
+  size_t n = agt_outlog_times(j->rec.log_path, j->rec.log_old_path, from, to, &t);
   json_t *a = json_array();
 
   for (size_t i = 0; i < n; i++)
@@ -229,21 +229,22 @@ int agt_req_jail_logs(agt_req_t *req, json_t **result, agt_error_t *err)
     return agt_error_kind(err, AGT_E_INVALID, "since_ns and until_ns are nanoseconds since 1970");
   /* since and until by the log's index of times (outlog.h), at whole lines: a line belongs
    * to the time it started */
-  end = j->log.pos.base + j->log.pos.size;
+  end = j->out.log.pos.base + j->out.log.pos.size;
   if (since)
-    offset =
-        line_start(j, agt_outlog_offset_at(j->log_path, j->log_old_path, (int64_t)since, end), end);
+    offset = line_start(
+        j, agt_outlog_offset_at(j->rec.log_path, j->rec.log_old_path, (int64_t)since, end), end);
   stop = end;
   if (until)
     stop = line_start(
-        j, agt_outlog_offset_at(j->log_path, j->log_old_path, (int64_t)until + 1, end), end);
-  if (follow && j->state != AGT_JAIL_EXITED) {
+        j, agt_outlog_offset_at(j->rec.log_path, j->rec.log_old_path, (int64_t)until + 1, end),
+        end);
+  if (follow && j->rec.state != AGT_JAIL_EXITED) {
     /* A stream from offset: the log's content, then live output, with nothing lost. */
     json_t *reply;
-    if (offset < j->log.pos.old_base)
-      offset = j->log.pos.old_base;
-    reply =
-        json_pack("{s:s, s:b, s:I}", "name", j->name, "follow", 1, "offset", (json_int_t)offset);
+    if (offset < j->out.log.pos.old_base)
+      offset = j->out.log.pos.old_base;
+    reply = json_pack("{s:s, s:b, s:I}", "name", j->rec.name, "follow", 1, "offset",
+                      (json_int_t)offset);
     agt_reply(req->client, req->id, reply);
     json_decref(reply);
     agt_stream_open(j, req->client, AGT_STREAM_FOLLOW, offset, 0);
@@ -261,7 +262,7 @@ int agt_req_jail_logs(agt_req_t *req, json_t **result, agt_error_t *err)
   free(data);
   *result = json_pack("{s:s, s:I, s:I, s:I, s:s}", "data_b64", b64, "offset", (json_int_t)start,
                       "next", (json_int_t)(start + len), "end", (json_int_t)end, "state",
-                      agt_jail_state_name(j->state));
+                      agt_jail_state_name(j->rec.state));
   free(b64);
   if (until)
     json_object_set_new(*result, "stop", json_integer((json_int_t)stop));
@@ -276,11 +277,11 @@ int agt_req_jail_wait(agt_req_t *req, json_t **result, agt_error_t *err)
 
   if (find(req, &j, err) < 0)
     return -1;
-  if (j->state == AGT_JAIL_EXITED || j->state == AGT_JAIL_CREATED) {
+  if (j->rec.state == AGT_JAIL_EXITED || j->rec.state == AGT_JAIL_CREATED) {
     *result = agt_jail_to_json(j, 0);
     return 0;
   }
-  agt_pending_add(&j->exit_waiters, req);
+  agt_pending_add(&j->out.exit_waiters, req);
   return 1;
 }
 
@@ -299,7 +300,7 @@ int agt_req_jail_net(agt_req_t *req, json_t **result, agt_error_t *err)
     json_decref(lines);
     return -1;
   }
-  f = fopen(j->net_log_path, "re");
+  f = fopen(j->rec.net_log_path, "re");
   if (f) {
     buf = xmalloc(LOGS_MAX_CHUNK + 1);
     if (fseek(f, (long)offset, SEEK_SET) == 0)
@@ -323,9 +324,10 @@ int agt_req_jail_net(agt_req_t *req, json_t **result, agt_error_t *err)
     }
     free(buf);
   }
-  *result = json_pack("{s:o, s:I, s:I, s:s, s:s}", "entries", lines, "next",
-                      (json_int_t)(offset + n), "end", (json_int_t)end, "state",
-                      agt_jail_state_name(j->state), "mode", agt_net_mode_name(j->net.mode));
+  *result =
+      json_pack("{s:o, s:I, s:I, s:s, s:s}", "entries", lines, "next", (json_int_t)(offset + n),
+                "end", (json_int_t)end, "state", agt_jail_state_name(j->rec.state), "mode",
+                agt_net_mode_name(j->rec.net.mode));
   return 0;
 }
 
@@ -339,11 +341,11 @@ int agt_req_jail_attach(agt_req_t *req, json_t **result, agt_error_t *err)
 
   if (find(req, &j, err) < 0 || agt_param_bool(req->params, "write", &write, err) < 0)
     return -1;
-  if (j->state != AGT_JAIL_RUNNING)
+  if (j->rec.state != AGT_JAIL_RUNNING)
     return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s: only a running jail can be attached",
-                          j->name, agt_jail_state_name(j->state));
-  reply = json_pack("{s:s, s:b, s:b}", "name", j->name, "tty", j->tty, "writer",
-                    write && j->tty && !has_writer(j));
+                          j->rec.name, agt_jail_state_name(j->rec.state));
+  reply = json_pack("{s:s, s:b, s:b}", "name", j->rec.name, "tty", j->rec.tty, "writer",
+                    write && j->rec.tty && !has_writer(j));
   agt_reply(req->client, req->id, reply);
   json_decref(reply);
   agt_stream_open(j, req->client, AGT_STREAM_ATTACH, 0, write);
@@ -365,12 +367,12 @@ int agt_req_jail_port(agt_req_t *req, json_t **result, agt_error_t *err)
   if (port == 0 || port > 65535)
     return agt_error_kind(err, AGT_E_INVALID, "port %llu is out of range",
                           (unsigned long long)port);
-  if (j->state != AGT_JAIL_RUNNING)
-    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s", j->name,
-                          agt_jail_state_name(j->state));
+  if (j->rec.state != AGT_JAIL_RUNNING)
+    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s", j->rec.name,
+                          agt_jail_state_name(j->rec.state));
   target.loop = j->d->loop;
-  target.name = j->name;
-  target.pid = j->pid;
+  target.name = j->rec.name;
+  target.pid = j->run.pid;
   target.home_netns = j->d->netns->home_fd;
   if (agt_portfwd_open(&target, req->client, req->id, (unsigned)port, err) < 0)
     return -1;

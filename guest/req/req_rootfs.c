@@ -278,7 +278,7 @@ int agt_req_rootfs_ls(agt_req_t *req, json_t **result, agt_error_t *err)
     const char *id = json_string_value(json_object_get(info, "id"));
     for (agt_jail_t *j = req->d->jails; j; j = j->next)
       if (id && agt_jail_uses_rootfs(j, id))
-        json_array_append_new(users, json_string(j->name));
+        json_array_append_new(users, json_string(j->rec.name));
     json_object_set_new(info, "jails", users);
   }
   *result = json_pack("{s:o}", "rootfs", list);
@@ -298,8 +298,8 @@ int agt_req_rootfs_rm(agt_req_t *req, json_t **result, agt_error_t *err)
     return -1;
   id = json_string_value(json_object_get(info, "id"));
   for (agt_jail_t *j = req->d->jails; j; j = j->next)
-    if (agt_jail_uses_rootfs(j, id) && n + strlen(j->name) + 3 < sizeof users) {
-      n += (size_t)snprintf(users + n, sizeof users - n, "%s%s", n ? ", " : "", j->name);
+    if (agt_jail_uses_rootfs(j, id) && n + strlen(j->rec.name) + 3 < sizeof users) {
+      n += (size_t)snprintf(users + n, sizeof users - n, "%s%s", n ? ", " : "", j->rec.name);
     }
   if (n > 0) {
     agt_error_kind(err, AGT_E_BUSY, "rootfs %.12s is used by jails: %s", id, users);

@@ -27,7 +27,7 @@ static void send_out(agt_stream_t *s, const char *data, size_t len, uint64_t off
 
 static uint64_t log_end(struct agt_jail_s *j)
 {
-  return j->log.pos.base + j->log.pos.size;
+  return j->out.log.pos.base + j->out.log.pos.size;
 }
 
 static int stream_behind(agt_stream_t *s)
@@ -38,9 +38,9 @@ static int stream_behind(agt_stream_t *s)
 /* Resume the jail's output once no stream is replaying or behind. */
 static void maybe_resume(struct agt_jail_s *j)
 {
-  if (!j->output_paused)
+  if (!j->out.paused)
     return;
-  for (agt_stream_t *s = j->streams; s; s = s->next)
+  for (agt_stream_t *s = j->out.streams; s; s = s->next)
     if (stream_behind(s) || s->client->out_queued > AGT_STREAM_LOW)
       return;
   agt_jail_output_pause(j, 0);
@@ -57,7 +57,7 @@ static void replay_some(agt_stream_t *s)
     agt_error_t err = NULL;
 
     if (agt_jail_log_read(j, s->replay, REPLAY_CHUNK, &data, &len, &start, &err) < 0) {
-      agt_log_warning("jail '%s': replay for a follower: %s", j->name, err->msg);
+      agt_log_warning("jail '%s': replay for a follower: %s", j->rec.name, err->msg);
       agt_error_release(&err);
       s->replay = log_end(j);
       break;
@@ -110,21 +110,21 @@ agt_stream_t *agt_stream_open(struct agt_jail_s *j, struct agt_client_s *c,
   s->client = c;
   s->kind = kind;
   agt_client_set_mode(c, &stream_mode, s);
-  if (want_write && j->tty) {
+  if (want_write && j->rec.tty) {
     agt_stream_t *o;
-    for (o = j->streams; o; o = o->next)
+    for (o = j->out.streams; o; o = o->next)
       if (o->writer)
         break;
     s->writer = o == NULL; /* one writer at a time: the first that asked */
   }
-  s->next = j->streams;
-  j->streams = s;
-  j->nstreams++;
+  s->next = j->out.streams;
+  j->out.streams = s;
+  j->out.nstreams++;
   if (kind == AGT_STREAM_ATTACH) {
     /* What the terminal showed lately, so the screen is not blank; the resize the client
      * sends next makes the agent redraw it properly. */
-    if (j->screen_len)
-      send_out(s, j->screen, j->screen_len, log_end(j) - j->screen_len);
+    if (j->out.screen_len)
+      send_out(s, j->out.screen, j->out.screen_len, log_end(j) - j->out.screen_len);
   } else {
     s->replay = from;
     if (stream_behind(s))
@@ -140,10 +140,10 @@ static void stream_close(agt_stream_t *s)
   struct agt_jail_s *j = s->jail;
   agt_stream_t **p;
 
-  for (p = &j->streams; *p; p = &(*p)->next)
+  for (p = &j->out.streams; *p; p = &(*p)->next)
     if (*p == s) {
       *p = s->next;
-      j->nstreams--;
+      j->out.nstreams--;
       break;
     }
   agt_client_set_mode(s->client, NULL, NULL);
@@ -161,10 +161,10 @@ static void set_winsize(struct agt_jail_s *j, unsigned rows, unsigned cols)
 {
   struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
 
-  if (j->tty_fd >= 0)
-    ioctl(j->tty_fd, TIOCSWINSZ, &ws);
-  j->rows = (unsigned short)rows;
-  j->cols = (unsigned short)cols;
+  if (j->out.tty_fd >= 0)
+    ioctl(j->out.tty_fd, TIOCSWINSZ, &ws);
+  j->out.rows = (unsigned short)rows;
+  j->out.cols = (unsigned short)cols;
 }
 
 struct tty_write {
@@ -199,7 +199,7 @@ static void stream_input(agt_stream_t *s, json_t *msg)
     struct tty_write *tw;
     uv_buf_t b;
 
-    if (!s->writer || !j->tty_open) {
+    if (!s->writer || !j->out.tty_open) {
       stream_error(s, s->writer ? "the jail's terminal is closed"
                                 : "this client is attached read-only (another one writes)");
       return;
@@ -212,7 +212,7 @@ static void stream_input(agt_stream_t *s, json_t *msg)
     tw = xzalloc(sizeof *tw);
     tw->data = data;
     b = uv_buf_init(data, (unsigned)len);
-    if (uv_write(&tw->req, (uv_stream_t *)&j->tty_pipe, &b, 1, tty_write_done) < 0) {
+    if (uv_write(&tw->req, (uv_stream_t *)&j->out.tty_pipe, &b, 1, tty_write_done) < 0) {
       free(data);
       free(tw);
     }
@@ -227,7 +227,7 @@ static void stream_input(agt_stream_t *s, json_t *msg)
     }
     if (!s->writer)
       return; /* the writer's window decides the size */
-    if (rows == j->rows && cols == j->cols && cols > 1)
+    if (rows == j->out.rows && cols == j->out.cols && cols > 1)
       set_winsize(j, (unsigned)rows, (unsigned)cols - 1); /* a change, so the agent redraws */
     set_winsize(j, (unsigned)rows, (unsigned)cols);
     return;
@@ -245,21 +245,21 @@ static void jail_output(struct agt_jail_s *j, const char *data, size_t len)
   uint64_t offset = log_end(j) >= len ? log_end(j) - len : 0;
   int pause = 0;
 
-  if (j->screen == NULL)
-    j->screen = xmalloc(AGT_SCREEN_MAX);
+  if (j->out.screen == NULL)
+    j->out.screen = xmalloc(AGT_SCREEN_MAX);
   if (len >= AGT_SCREEN_MAX) {
-    memcpy(j->screen, data + len - AGT_SCREEN_MAX, AGT_SCREEN_MAX);
-    j->screen_len = AGT_SCREEN_MAX;
+    memcpy(j->out.screen, data + len - AGT_SCREEN_MAX, AGT_SCREEN_MAX);
+    j->out.screen_len = AGT_SCREEN_MAX;
   } else {
-    if (j->screen_len + len > AGT_SCREEN_MAX) {
-      size_t drop = j->screen_len + len - AGT_SCREEN_MAX;
-      memmove(j->screen, j->screen + drop, j->screen_len - drop);
-      j->screen_len -= drop;
+    if (j->out.screen_len + len > AGT_SCREEN_MAX) {
+      size_t drop = j->out.screen_len + len - AGT_SCREEN_MAX;
+      memmove(j->out.screen, j->out.screen + drop, j->out.screen_len - drop);
+      j->out.screen_len -= drop;
     }
-    memcpy(j->screen + j->screen_len, data, len);
-    j->screen_len += len;
+    memcpy(j->out.screen + j->out.screen_len, data, len);
+    j->out.screen_len += len;
   }
-  for (agt_stream_t *s = j->streams; s; s = s->next) {
+  for (agt_stream_t *s = j->out.streams; s; s = s->next) {
     if (s->kind == AGT_STREAM_FOLLOW) {
       if (s->replay < offset || s->replay >= offset + len)
         continue; /* still replaying (it reads this from the log), or read it there */
@@ -280,8 +280,8 @@ static void jail_end(struct agt_jail_s *j, json_t *info)
 {
   json_t *m = json_pack("{s:O}", "exit", info);
 
-  while (j->streams) {
-    agt_stream_t *s = j->streams;
+  while (j->out.streams) {
+    agt_stream_t *s = j->out.streams;
     struct agt_client_s *c = s->client;
 
     stream_close(s);
