@@ -287,7 +287,11 @@ while True:
         s.sendto(b"echo:" + d, a)
 PY
 U=$!
-sleep 0.5
+# up when both HTTP servers listen and both UDP sockets are bound
+services_up() {
+  [ "$(ss -Hltn "sport = :$PORT" | wc -l)" -ge 2 ] && [ "$(ss -Hlun "sport = :$UPORT" | wc -l)" -ge 2 ]
+}
+check "E16 the guest's services are up" wait_until 10 services_up
 like "E16 the guest's HTTP service answers on the guest" \
   "$(python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:$PORT/').status)")" \
   "^200$"
