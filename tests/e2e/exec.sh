@@ -18,18 +18,7 @@ export TMUX_TMPDIR=$T
 TM="tmux -L agt-e2e-exec"
 trap 'rc=$?; $TM kill-server 2>/dev/null; (exit $rc); local_cleanup' EXIT
 
-mkdir -p "$T/projects/app"
-chmod 777 "$T/projects/app"
-cat >"$T/config.yaml" <<CFG
-agtd:
-  socket: $T/agtd.sock
-vm:
-  mounts:
-    - location: $T/projects
-      writable: true
-jail:
-  rootfs: test
-CFG
+local_config
 agt() { "$AGT" "$@"; }
 # agt for commands tmux runs: the same environment, whatever tmux passes on
 cat >"$T/agt" <<SH

@@ -14,18 +14,7 @@ LOCAL_TEST=listings
 [ -x "$PROBE" ] || bail "no probe at $PROBE"
 exec </dev/null
 
-mkdir -p "$T/projects/app"
-chmod 777 "$T/projects/app"
-cat >"$T/config.yaml" <<CFG
-agtd:
-  socket: $T/agtd.sock
-vm:
-  mounts:
-    - location: $T/projects
-      writable: true
-jail:
-  rootfs: test
-CFG
+local_config
 agt() { "$AGT" "$@"; }
 
 run agt -q up

@@ -21,6 +21,23 @@ T=$(mktemp -d "/tmp/agt-e2e-$LOCAL_TEST.XXXXXX")
 chmod 755 "$T"
 CG=agt-e2e-$LOCAL_TEST-$$
 
+# local_config: a project folder the jail's user may write ($T/projects/app) and agt's
+# config for this agtd: its socket in $T, $T/projects mounted writable, the test rootfs.
+local_config() {
+  mkdir -p "$T/projects/app"
+  chmod 777 "$T/projects/app"
+  cat >"$T/config.yaml" <<CFG
+agtd:
+  socket: $T/agtd.sock
+vm:
+  mounts:
+    - location: $T/projects
+      writable: true
+jail:
+  rootfs: test
+CFG
+}
+
 agtd_pid() { # the pid of the agtd answering on our socket, if any
   pgrep -f -- "--socket=$T/agtd.sock" | head -1
 }

@@ -15,18 +15,8 @@ LOCAL_TEST=local
 [ -x "$PROBE" ] || bail "no probe at $PROBE"
 exec </dev/null
 
-mkdir -p "$T/projects/app" "$T/elsewhere"
-chmod 777 "$T/projects/app"
-cat >"$T/config.yaml" <<CFG
-agtd:
-  socket: $T/agtd.sock
-vm:
-  mounts:
-    - location: $T/projects
-      writable: true
-jail:
-  rootfs: test
-CFG
+local_config
+mkdir -p "$T/elsewhere"
 agt() { "$AGT" "$@"; }
 
 # --- agt up, quiet: the pid is a result, not progress
