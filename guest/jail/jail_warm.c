@@ -595,44 +595,28 @@ static int send_claim(struct agt_jail_s *j, struct agt_warm_s *w, int mount_fd, 
   return 0;
 }
 
-/* The workspace's mount tree, detached: opened as a cold start's child opens it (no symlink
- * anywhere in the path), cloned with its submounts as a recursive bind would. */
-static int workspace_mount(const char *ws, agt_error_t *err)
-{
-  struct open_how how = {
-      .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-      .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-  };
-  cleanup_close int fd = (int)syscall(SYS_openat2, AT_FDCWD, ws, &how, sizeof how);
-  int mfd;
-
-  if (fd < 0)
-    return agt_error_make(err, errno, "open workspace %s", ws);
-  mfd = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
-  if (mfd < 0)
-    return agt_error_make(err, errno, "clone the mount of workspace %s", ws);
-  return mfd;
-}
-
-/* A persistent home's mount, detached, nosuid and nodev: the claim moves it onto
- * /home/agent. */
-static int home_mount(const char *home, agt_error_t *err)
+/* A directory's mount tree, detached: opened as a cold start's child opens it (no symlink
+ * anywhere in the path), cloned with its submounts as a recursive bind would, nosuid and
+ * nodev when asked.  The claim moves it into place: the workspace onto /work, a persistent
+ * home (nosuid, nodev) onto /home/agent.  `what` names it in errors. */
+static int detached_mount(const char *what, const char *path, int nosuid_nodev, agt_error_t *err)
 {
   struct open_how how = {
       .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
   };
   struct mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
-  cleanup_close int fd = (int)syscall(SYS_openat2, AT_FDCWD, home, &how, sizeof how);
+  cleanup_close int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
   int mfd;
 
   if (fd < 0)
-    return agt_error_make(err, errno, "open home %s", home);
+    return agt_error_make(err, errno, "open %s %s", what, path);
   mfd = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
   if (mfd < 0)
-    return agt_error_make(err, errno, "clone the mount of home %s", home);
-  if (mount_setattr(mfd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
-    agt_error_make(err, errno, "make home %s nosuid,nodev", home);
+    return agt_error_make(err, errno, "clone the mount of %s %s", what, path);
+  if (nosuid_nodev &&
+      mount_setattr(mfd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
+    agt_error_make(err, errno, "make %s %s nosuid,nodev", what, path);
     close(mfd);
     return -1;
   }
@@ -660,11 +644,11 @@ int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
                        err) < 0 ||
       agt_disk_jail_limit(d->disk, j->rec.dir, j->rec.limits.disk_bytes, err) < 0)
     goto fail;
-  mfd = workspace_mount(j->rec.workspace, err);
+  mfd = detached_mount("workspace", j->rec.workspace, 0, err);
   if (mfd < 0)
     goto fail;
   if (j->rec.binds.home_mode == AGT_HOME_PERSISTENT &&
-      (hfd = home_mount(j->rec.binds.home_path, err)) < 0) {
+      (hfd = detached_mount("home", j->rec.binds.home_path, 1, err)) < 0) {
     close(mfd);
     goto fail;
   }
