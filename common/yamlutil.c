@@ -34,15 +34,15 @@ int agt_yaml_load_string(agt_yaml_t *y, const char *name, const char *buf, size_
   return 0;
 }
 
-int agt_yaml_load_file(agt_yaml_t *y, const char *path, agt_error_t *err)
+int agt_yaml_read_file(const char *path, const char *what, char **out, size_t *out_len,
+                       agt_error_t *err)
 {
   cleanup_file FILE *f = fopen(path, "r");
   cleanup_free char *buf = NULL;
   size_t len = 0, cap = 0, n;
 
-  memset(y, 0, sizeof *y);
   if (f == NULL)
-    return agt_error_make(err, errno, "open '%s'", path);
+    return agt_error_make(err, errno, "open %s%s'%s'", what ? what : "", what ? " " : "", path);
   do {
     if (len + 65536 > cap) {
       cap = cap ? cap * 2 : 65536;
@@ -56,6 +56,20 @@ int agt_yaml_load_file(agt_yaml_t *y, const char *path, agt_error_t *err)
   } while (n > 0);
   if (ferror(f))
     return agt_error_make(err, EIO, "read '%s'", path);
+  *out = buf;
+  *out_len = len;
+  buf = NULL;
+  return 0;
+}
+
+int agt_yaml_load_file(agt_yaml_t *y, const char *path, agt_error_t *err)
+{
+  cleanup_free char *buf = NULL;
+  size_t len;
+
+  memset(y, 0, sizeof *y);
+  if (agt_yaml_read_file(path, NULL, &buf, &len, err) < 0)
+    return -1;
   return agt_yaml_load_string(y, path, buf, len, err);
 }
 

@@ -16,6 +16,10 @@ typedef struct agt_yaml_s agt_yaml_t;
 
 #define AGT_YAML_MAX_BYTES (4 * 1024 * 1024)
 
+/* The whole file (at most AGT_YAML_MAX_BYTES) in *out, newly allocated; `what` (or NULL)
+ * names it in the error of a file that does not open ("open WHAT 'path'"). */
+int agt_yaml_read_file(const char *path, const char *what, char **out, size_t *out_len,
+                       agt_error_t *err);
 int agt_yaml_load_file(agt_yaml_t *y, const char *path, agt_error_t *err);
 int agt_yaml_load_string(agt_yaml_t *y, const char *name, const char *buf, size_t len,
                          agt_error_t *err);

@@ -119,21 +119,6 @@ static int agents_home(struct agt_ctx *c, int argc, char **argv, agt_error_t *er
 
 /* ls, update */
 
-static int load_profiles(struct agt_ctx *c, struct agt_profile_set *set, agt_error_t *err)
-{
-  char **dirs = agt_profile_dirs(c->cfg.user_file);
-  size_t n = 0;
-  int r;
-
-  while (dirs[n])
-    n++;
-  r = agt_profiles_load((const char *const *)dirs, n, set, err);
-  for (size_t i = 0; i < n; i++)
-    free(dirs[i]);
-  free(dirs);
-  return r;
-}
-
 /* The guest's architecture (agtd's daemon.status), this machine's when agtd does not say. */
 static char *guest_arch(struct agt_ctx *c, agt_error_t *err)
 {
@@ -185,7 +170,7 @@ static int agents_ls(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     return i == -2 ? 0 : -1;
   if (i < argc)
     return agt_error_kind(err, AGT_E_INVALID, "usage: %s", ls_help.usage);
-  if (load_profiles(c, &set, err) < 0)
+  if (agt_profiles_load_for(c->cfg.user_file, &set, err) < 0)
     return -1;
   if (o.quiet) {
     for (k = 0; k < set.n; k++)
@@ -330,7 +315,7 @@ static int agents_update(struct agt_ctx *c, int argc, char **argv, agt_error_t *
   i = agt_cmd_opts(argc, argv, &update_help, NULL, &(struct agt_flags){0, 0, 0}, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
-  if (load_profiles(c, &set, err) < 0)
+  if (agt_profiles_load_for(c->cfg.user_file, &set, err) < 0)
     return -1;
   for (int a = i; a < argc; a++)
     if (agt_profiles_find(&set, argv[a]) == NULL) {

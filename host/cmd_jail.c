@@ -756,22 +756,6 @@ static char *rootfs_advice(struct agt_ctx *c, const char *ref)
                                                     : "");
 }
 
-/* The agent profiles (docs/AGENTS.md): the tree's, then the user's. */
-static int load_profiles(struct agt_ctx *c, struct agt_profile_set *set, agt_error_t *err)
-{
-  char **dirs = agt_profile_dirs(c->cfg.user_file);
-  size_t n = 0;
-  int r;
-
-  while (dirs[n])
-    n++;
-  r = agt_profiles_load((const char *const *)dirs, n, set, err);
-  for (size_t i = 0; i < n; i++)
-    free(dirs[i]);
-  free(dirs);
-  return r;
-}
-
 static const struct agt_profile *agent_find(const struct agt_profile_set *set, const char *agent,
                                             agt_error_t *err)
 {
@@ -1028,7 +1012,8 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
                    create ? "agt jail create" : "-d");
     goto out;
   }
-  if (load_profiles(c, &set, err) < 0 || (prof = agent_find(&set, agent, err)) == NULL)
+  if (agt_profiles_load_for(c->cfg.user_file, &set, err) < 0 ||
+      (prof = agent_find(&set, agent, err)) == NULL)
     goto out;
   for (char **h = prof->hosts; h && *h; h++)
     json_array_append_new(o.profile_hosts, json_string(*h));

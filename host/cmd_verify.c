@@ -451,20 +451,11 @@ static int start_model(struct verify *v, agt_error_t *err)
  * each with --jails N jails (2). */
 static int select_agents(struct verify *v, agt_error_t *err)
 {
-  char **dirs = agt_profile_dirs(v->c->cfg.user_file);
   cleanup_free char *list = xstrdup(v->agent_arg);
-  size_t nd = 0;
   unsigned per = v->jails_given ? v->n : VERIFY_AGENT_JAILS;
   char *save = NULL;
-  int r;
 
-  while (dirs[nd])
-    nd++;
-  r = agt_profiles_load((const char *const *)dirs, nd, &v->profiles, err);
-  for (size_t i = 0; i < nd; i++)
-    free(dirs[i]);
-  free(dirs);
-  if (r < 0)
+  if (agt_profiles_load_for(v->c->cfg.user_file, &v->profiles, err) < 0)
     return agt_error_wrap(err, "--agent: the agent profiles");
   for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     int all = strcmp(t, "all") == 0;

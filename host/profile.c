@@ -447,26 +447,12 @@ int agt_profile_parse(const char *file, const char *buf, size_t len, struct agt_
 
 int agt_profile_load(const char *path, struct agt_profile **out, agt_error_t *err)
 {
-  cleanup_file FILE *f = fopen(path, "r");
   cleanup_free char *buf = NULL;
-  size_t len = 0, cap = 0, n;
+  size_t len;
 
   *out = NULL;
-  if (f == NULL)
-    return agt_error_make(err, errno, "open profile '%s'", path);
-  do {
-    if (len + 65536 > cap) {
-      cap = cap ? cap * 2 : 65536;
-      buf = xrealloc(buf, cap);
-    }
-    n = fread(buf + len, 1, cap - len, f);
-    len += n;
-    if (len > AGT_YAML_MAX_BYTES)
-      return agt_error_kind(err, AGT_E_INVALID, "%s: larger than %d bytes", path,
-                            AGT_YAML_MAX_BYTES);
-  } while (n > 0);
-  if (ferror(f))
-    return agt_error_make(err, EIO, "read '%s'", path);
+  if (agt_yaml_read_file(path, "profile", &buf, &len, err) < 0)
+    return -1;
   return agt_profile_parse(path, buf, len, out, err);
 }
 
@@ -589,6 +575,21 @@ char **agt_profile_dirs(const char *config_file)
       v[n++] = xasprintf("%.*s/agents", (int)(slash - config_file), config_file);
   }
   return v;
+}
+
+int agt_profiles_load_for(const char *config_file, struct agt_profile_set *set, agt_error_t *err)
+{
+  char **dirs = agt_profile_dirs(config_file);
+  size_t n = 0;
+  int r;
+
+  while (dirs[n])
+    n++;
+  r = agt_profiles_load((const char *const *)dirs, n, set, err);
+  for (size_t i = 0; i < n; i++)
+    free(dirs[i]);
+  free(dirs);
+  return r;
 }
 
 char *agt_profile_expand(const struct agt_profile *p, const char *tmpl, const char *version,

@@ -85,6 +85,8 @@ const struct agt_profile *agt_profiles_find(const struct agt_profile_set *set, c
  * or DATADIR/agents, then the user's (config_file's directory + /agents).  Newly allocated,
  * NULL-terminated. */
 char **agt_profile_dirs(const char *config_file);
+/* agt_profiles_load over agt_profile_dirs(config_file). */
+int agt_profiles_load_for(const char *config_file, struct agt_profile_set *set, agt_error_t *err);
 
 /* The names used in messages and JSON. */
 const char *agt_profile_runtime_name(enum agt_profile_runtime r);
