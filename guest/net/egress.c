@@ -277,6 +277,7 @@ struct conn {
   char *host;
   uint16_t port;
   int is_connect;
+  size_t own_down; /* bytes of the proxy's own answer ahead of the relayed ones (CONNECT) */
   char addr[INET6_ADDRSTRLEN];
   agt_relay_t relay; /* C_RELAY: side 0 the client, side 1 upstream */
   uint64_t t0;
@@ -342,7 +343,9 @@ static void netlog(agt_egress_t *e, struct conn *c, const char *decision, const 
     json_object_set_new(o, "address", json_string(c->addr));
   if (strcmp(decision, "closed") == 0) {
     json_object_set_new(o, "bytes_up", json_integer((json_int_t)c->relay.dir[0].delivered));
-    json_object_set_new(o, "bytes_down", json_integer((json_int_t)c->relay.dir[1].delivered));
+    uint64_t down = c->relay.dir[1].delivered;
+    down = down > c->own_down ? down - c->own_down : 0;
+    json_object_set_new(o, "bytes_down", json_integer((json_int_t)down));
     json_object_set_new(o, "duration_ms", json_integer((json_int_t)(now_ms() - c->t0)));
   }
   line = json_dumps(o, JSON_COMPACT);
@@ -544,17 +547,23 @@ static void connected(uv_connect_t *req, int status)
     return;
   }
   netlog(c->e, c, "allowed", NULL);
-  if (c->is_connect) {
-    char *ok = xstrdup("HTTP/1.1 200 Connection established\r\n\r\n");
-    send_client(c, ok, strlen(ok));
-    if (c->state == C_CLOSING)
-      return;
-  }
   c->state = C_RELAY;
   agt_relay_init(&c->relay, (uv_stream_t *)&c->client, (uv_stream_t *)&c->upstream, relay_done, c);
   uv_timer_stop(&c->timer);
   uv_timer_start(&c->timer, idle_cb, c->e->policy.idle_ms, 0);
-  if (c->forward) { /* the request head (plain HTTP) or what followed CONNECT's head */
+  /* The answer to CONNECT goes ahead of the relayed bytes (not counted in bytes_down: it
+   * is the proxy's own); the request head (plain HTTP) or what followed CONNECT's head goes
+   * upstream first. */
+  if (c->is_connect) {
+    static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+    int rc = agt_relay_write(&c->relay, 0, xstrdup(ok), sizeof ok - 1);
+    c->own_down = sizeof ok - 1;
+    if (rc < 0) {
+      conn_close_why(c, uv_strerror(rc));
+      return;
+    }
+  }
+  if (c->forward) {
     int rc = agt_relay_write(&c->relay, 1, steal_pointer(&c->forward), c->forward_len);
     if (rc < 0) {
       conn_close_why(c, uv_strerror(rc));
