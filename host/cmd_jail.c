@@ -219,6 +219,7 @@ struct run_opts {
   int json, detach, tty, rm, yolo;
   char *shown;      /* the workspace on this machine, for the run's first line */
   json_t *add_dirs; /* --add-dir, as given */
+  json_t *tools;    /* --tool, as given */
   int lockdown;
   size_t env_config;  /* variables from jail.env */
   json_t *mount_from; /* for each of params.mounts: where it was asked ("--add-dir", FILE:LINE) */
@@ -229,6 +230,7 @@ static int env_opt(const struct agt_opt *o, void *field, const char *arg, agt_er
 static int net_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err);
 static int allow_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err);
 static int add_dir_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err);
+static int tool_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err);
 
 #define DETACH_KEYS_HELP "keys that detach (jail.detach_keys: ctrl-],ctrl-])"
 
@@ -263,6 +265,9 @@ static const struct agt_opt run_opts[] = {
     AGT_OPT_CALLBACK(0, "add-dir", "PATH[:rw]", struct run_opts, add_dirs, add_dir_opt, 0,
                      "bind a directory or file into the jail at the same path, read-only unless "
                      ":rw (repeatable; added to jail.mounts)"),
+    AGT_OPT_CALLBACK(0, "tool", "NAME", struct run_opts, tools, tool_opt, 0,
+                     "copy a guest program into the jail with its libraries: a name on the "
+                     "guest's PATH or an absolute path (repeatable; added to jail.tools)"),
     AGT_OPT_BOOL(0, "lockdown", struct run_opts, lockdown,
                  "for an untrusted repository: a throwaway home, no variables, no mounts, "
                  "network only to the agent's default hosts"),
@@ -356,6 +361,17 @@ static int add_dir_opt(const struct agt_opt *o, void *field, const char *arg, ag
   (void)o;
   if (*arg == '\0')
     return agt_error_kind(err, AGT_E_INVALID, "--add-dir takes a PATH");
+  json_array_append_new(*(json_t **)field, json_string(arg));
+  return 0;
+}
+
+static int tool_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
+{
+  const char *why = agt_config_tool_problem(arg, 0);
+
+  (void)o;
+  if (why)
+    return agt_error_kind(err, AGT_E_INVALID, "--tool '%s': %s", arg, why);
   json_array_append_new(*(json_t **)field, json_string(arg));
   return 0;
 }
@@ -795,35 +811,45 @@ static char *guest_arch(struct agt_ctx *c, agt_error_t *err)
 static void say_building(void *ctx, const struct agt_layer *l)
 {
   struct agt_ctx *c = ctx;
-  agt_note(c, "building layer %s (npm %s; once, then shared by every jail of it)", l->name,
-           l->spec);
+  agt_note(c, "building layer %s (%s%s; once, then shared by every jail of it)", l->name,
+           l->p ? "npm " : "", l->spec);
 }
 
-/* What the profile brings to the jail: its layers (built first when agtd lacks them), the
- * variables it always sets, its key and base URL from agt's environment (the key as a
- * secret agtd keeps in memory only), its command (unless COMMAND replaces it) and its
- * default hosts. */
+/* What the profile brings to the jail: its layers and jail.tools' (built first when agtd
+ * lacks them), the variables it always sets, its key and base URL from agt's environment
+ * (the key as a secret agtd keeps in memory only), its command (unless COMMAND replaces it)
+ * and its default hosts. */
 static int profile_params(struct run_opts *o, const struct agt_profile_set *set,
                           const struct agt_profile *p, json_t *args, int replace, int tty,
                           agt_error_t *err)
 {
-  struct agt_layer l[2];
+  const struct agt_config *cfg = &o->c->cfg;
+  struct agt_layer l[3];
   size_t n = 0;
   int built, r = -1;
   cleanup_free char *arch = NULL;
 
-  if (p->runtime != AGT_RUNTIME_NONE) {
-    json_t *names = json_array();
-    if ((arch = guest_arch(o->c, err)) == NULL ||
-        agt_agent_layers(&o->c->cfg, set, p, arch, l, &n, err) < 0) {
-      json_decref(names);
+  if (cfg->ntools) { /* on top: the user's tools win over a layer's files of the same path */
+    if (agt_tools_layer(cfg->tools, cfg->ntools, &l[0], err) < 0)
       return -1;
-    }
+    n = 1;
+  }
+  if (p->runtime != AGT_RUNTIME_NONE) {
+    size_t k = 0;
+    if ((arch = guest_arch(o->c, err)) == NULL ||
+        agt_agent_layers(cfg, set, p, arch, l + n, &k, err) < 0)
+      goto out;
+    n += k;
+  }
+  if (n) {
+    json_t *names = json_array();
     for (size_t i = 0; i < n; i++)
       json_array_append_new(names, json_string(l[i].name));
     json_object_set_new(o->params, "layers", names);
-    if (agt_layers_build(&o->c->target, l, n, NULL, say_building, o->c, &built, err) < 0)
+    if (agt_layers_build(&o->c->target, l, n, NULL, say_building, o->c, &built, err) < 0) {
+      agt_tools_error(cfg->tools, cfg->ntools, err);
       goto out;
+    }
   }
   for (char **e = p->set_env; e && *e; e++) {
     const char *eq = strchr(*e, '=');
@@ -979,14 +1005,16 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
                        .env = {json_object(), NULL},
                        .tty = -1,
                        .add_dirs = json_array(),
+                       .tools = json_array(),
                        .mount_from = json_array(),
                        .profile_hosts = json_array()};
   const char *agent = agt_config_get(&c->cfg, AGT_CFG_JAIL_AGENT);
   struct agt_detach_keys keys;
   struct agt_profile_set set = {NULL, 0};
   const struct agt_profile *prof = NULL;
-  json_t *res = NULL, *limits, *args = json_array();
+  json_t *res = NULL, *limits, *args = json_array(), *v;
   int i, r = -1, interactive, tty, named = 0;
+  size_t k;
 
   agt_jail_spec_init(&o.spec);
   if (from_config(&o, err) < 0)
@@ -998,6 +1026,12 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
   }
   if (i < 0)
     goto out;
+  json_array_foreach(o.tools, k, v)
+  {
+    struct agt_cfg_origin flag = {.src = AGT_CFG_FLAG, .what = "--tool"};
+    if (agt_config_add_tool(&c->cfg, json_string_value(v), &flag, err) < 0)
+      goto out;
+  }
   /* AGENT [--] [ARGS...]: ARGS go after the agent's own command; -- COMMAND...: the command
    * replaces it */
   if (i < argc && strcmp(argv[i - 1], "--") != 0) {
@@ -1125,6 +1159,7 @@ out:
   json_decref(o.env.obj);
   json_decref(o.allow);
   json_decref(o.add_dirs);
+  json_decref(o.tools);
   json_decref(o.mount_from);
   return r;
 }

@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,7 @@ static const struct key_desc keys[AGT_CFG_NKEYS] = {
 #define KEY_MOUNTS "vm.mounts"
 #define KEY_ENV "jail.env"
 #define KEY_JMOUNTS "jail.mounts"
+#define KEY_TOOLS "jail.tools"
 /* agents.NAME.{net,allow}: a section per agent profile. */
 #define KEY_AGENTS "agents"
 #define NET_MODES "none|allow|open"
@@ -298,6 +300,9 @@ void agt_config_release(struct agt_config *c)
   for (size_t i = 0; i < c->njmounts; i++)
     free(c->jmounts[i].path);
   free(c->jmounts);
+  for (size_t i = 0; i < c->ntools; i++)
+    free(c->tools[i].text);
+  free(c->tools);
   for (size_t i = 0; i < c->nagents; i++) {
     struct agt_cfg_agent *a = &c->agents[i];
     free(a->name);
@@ -519,6 +524,83 @@ static int load_jmount(struct loader *l, yaml_node_t *n, agt_error_t *err)
   return 0;
 }
 
+/* A tool's file name: what goes into /usr/local/bin. */
+static const char *tool_name_problem(const char *s, size_t n)
+{
+  if (n == 0)
+    return "it is empty";
+  if (n > 64)
+    return "a name has at most 64 characters";
+  if (s[0] == '.' || s[0] == '-')
+    return "a name does not start with '.' or '-'";
+  for (size_t i = 0; i < n; i++)
+    if (!isalnum((unsigned char)s[i]) && !strchr("._+-", s[i]))
+      return "a name is made of letters, digits and . _ + -";
+  return NULL;
+}
+
+const char *agt_config_tool_problem(const char *tool, int overlay)
+{
+  const char *base;
+
+  if (tool[0] != '/')
+    return tool_name_problem(tool, strlen(tool));
+  if (overlay)
+    return "a repository's .agt/config.yaml may name tools on the guest's PATH only, not paths "
+           "(the user's config may)";
+  if (strlen(tool) > 255)
+    return "a path has at most 255 characters";
+  if (strstr(tool, "//") || strstr(tool, "/./") || strstr(tool, "/../") ||
+      tool[strlen(tool) - 1] == '/' ||
+      (strlen(tool) >= 3 && strcmp(tool + strlen(tool) - 3, "/..") == 0) ||
+      (strlen(tool) >= 2 && strcmp(tool + strlen(tool) - 2, "/.") == 0))
+    return "a path must be clean (no '.', '..' or empty component, no trailing '/')";
+  for (const char *p = tool; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == '"' || *p == '\\' || *p == 0x7f)
+      return "a path has no quotes, backslashes or control characters";
+  base = strrchr(tool, '/') + 1;
+  return tool_name_problem(base, strlen(base));
+}
+
+int agt_config_add_tool(struct agt_config *c, const char *tool, const struct agt_cfg_origin *o,
+                        agt_error_t *err)
+{
+  const char *why = agt_config_tool_problem(tool, 0);
+
+  if (why)
+    return agt_error_kind(err, AGT_E_INVALID, "'%s' is not a tool: %s", tool, why);
+  for (size_t i = 0; i < c->ntools; i++)
+    if (strcmp(c->tools[i].text, tool) == 0)
+      return 0; /* named before: it keeps its place */
+  c->tools = xrealloc(c->tools, (c->ntools + 1) * sizeof *c->tools);
+  c->tools[c->ntools].text = xstrdup(tool);
+  c->tools[c->ntools++].origin = *o;
+  return 0;
+}
+
+/* jail.tools entries: a name, found on the guest's PATH, or an absolute path on the guest
+ * (the user's config only: a repository could otherwise copy any file of the guest into
+ * its jails). */
+static int load_tool(struct loader *l, yaml_node_t *n, agt_error_t *err)
+{
+  const char *v = agt_yaml_scalar(n);
+  const char *why;
+  struct agt_cfg_origin o = origin_of(l, n);
+  agt_error_t e = NULL;
+
+  if (v == NULL || n->type != YAML_SCALAR_NODE)
+    return agt_yaml_error(l->y, n, err, "each of '%s' is a name or an absolute path", KEY_TOOLS);
+  why = agt_config_tool_problem(v, l->overlay);
+  if (why)
+    return agt_yaml_error(l->y, n, err, "'%s' entry '%s': %s", KEY_TOOLS, v, why);
+  if (agt_config_add_tool(l->c, v, &o, &e) < 0) {
+    agt_yaml_error(l->y, n, err, "'%s': %s", KEY_TOOLS, e->msg);
+    agt_error_release(&e);
+    return -1;
+  }
+  return 0;
+}
+
 static int load_list(struct loader *l, const char *path, yaml_node_t *n, agt_error_t *err)
 {
   yaml_node_item_t *it;
@@ -531,6 +613,7 @@ static int load_list(struct loader *l, const char *path, yaml_node_t *n, agt_err
     yaml_node_t *item = agt_yaml_node(l->y, *it);
     int r = strcmp(path, KEY_MOUNTS) == 0    ? load_mount(l, item, err)
             : strcmp(path, KEY_JMOUNTS) == 0 ? load_jmount(l, item, err)
+            : strcmp(path, KEY_TOOLS) == 0   ? load_tool(l, item, err)
                                              : load_env(l, item, err);
     if (r < 0)
       return -1;
@@ -710,7 +793,7 @@ static int load_map(struct loader *l, const char *prefix, yaml_node_t *map, agt_
     if (k < AGT_CFG_NKEYS)
       r = load_scalar(l, (enum agt_cfg_key)k, vn, err);
     else if (strcmp(path, KEY_MOUNTS) == 0 || strcmp(path, KEY_ENV) == 0 ||
-             strcmp(path, KEY_JMOUNTS) == 0)
+             strcmp(path, KEY_JMOUNTS) == 0 || strcmp(path, KEY_TOOLS) == 0)
       r = load_list(l, path, vn, err);
     else if (strcmp(path, KEY_AGENTS) == 0)
       r = load_agents(l, vn, err);
@@ -928,6 +1011,9 @@ static void show_lists_after(const struct agt_config *c, enum agt_cfg_key k, FIL
       put_line(f, 4, "- path:", c->jmounts[i].path, &c->jmounts[i].origin);
       fprintf(f, "      writable: %s\n", c->jmounts[i].writable ? "true" : "false");
     }
+    fprintf(f, "  tools:%s\n", c->ntools ? "" : " []");
+    for (size_t i = 0; i < c->ntools; i++)
+      put_line(f, 4, "-", c->tools[i].text, &c->tools[i].origin);
   }
 }
 
@@ -978,7 +1064,7 @@ void agt_config_show(const struct agt_config *c, FILE *f)
 void agt_config_show_json(const struct agt_config *c, FILE *f)
 {
   json_t *o = json_object(), *mounts = json_array(), *env = json_array(), *files = json_array();
-  json_t *agents = json_object(), *jmounts = json_array();
+  json_t *agents = json_object(), *jmounts = json_array(), *tools = json_array();
   char *s;
 
   for (int k = 0; k < AGT_CFG_NKEYS; k++) {
@@ -1008,6 +1094,10 @@ void agt_config_show_json(const struct agt_config *c, FILE *f)
     json_array_append_new(jmounts, json_pack("{s:s, s:b, s:s}", "path", c->jmounts[i].path,
                                              "writable", c->jmounts[i].writable, "from", where));
   }
+  for (size_t i = 0; i < c->ntools; i++) {
+    cleanup_free char *where = agt_cfg_origin_str(&c->tools[i].origin);
+    json_array_append_new(tools, json_pack("{s:s, s:s}", "value", c->tools[i].text, "from", where));
+  }
   for (size_t i = 0; i < c->nagents; i++) {
     const struct agt_cfg_agent *a = &c->agents[i];
     json_t *allow = json_array(), *net = json_null();
@@ -1032,6 +1122,7 @@ void agt_config_show_json(const struct agt_config *c, FILE *f)
   json_object_set_new(o, KEY_MOUNTS, mounts);
   json_object_set_new(o, KEY_ENV, env);
   json_object_set_new(o, KEY_JMOUNTS, jmounts);
+  json_object_set_new(o, KEY_TOOLS, tools);
   json_object_set_new(o, KEY_AGENTS, agents);
   json_object_set_new(o, "files", files);
   s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);

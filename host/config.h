@@ -108,6 +108,8 @@ struct agt_config {
   size_t nenv;
   struct agt_cfg_jmount *jmounts; /* jail.mounts */
   size_t njmounts;
+  struct agt_cfg_item *tools; /* jail.tools: guest binaries copied into the jails */
+  size_t ntools;
   struct agt_cfg_agent *agents; /* agents.NAME, in the order they first appear */
   size_t nagents;
   char **files;    /* every file loaded, in order (origins point into these) */
@@ -142,6 +144,13 @@ int agt_config_set(struct agt_config *c, enum agt_cfg_key key, const char *value
 
 const char *agt_config_get(const struct agt_config *c, enum agt_cfg_key key);
 const char *agt_config_key_name(enum agt_cfg_key key);
+/* What is wrong with a jail.tools entry (a name on the guest's PATH or an absolute path),
+ * or NULL when it is good; overlay: a repository's, which may name only names. */
+const char *agt_config_tool_problem(const char *tool, int overlay);
+/* Add a tool (checked), unless it is there already. */
+int agt_config_add_tool(struct agt_config *c, const char *tool, const struct agt_cfg_origin *o,
+                        agt_error_t *err);
+
 /* agents.NAME, or NULL when the config says nothing about that agent. */
 const struct agt_cfg_agent *agt_config_agent(const struct agt_config *c, const char *name);
 /* Sizes ("4GiB"), numbers and durations ("10m", "90s", "600") as numbers. */

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -48,6 +49,7 @@ int agt_layer_make(const struct agt_profile *p, const char *version, const char 
     return agt_error_kind(err, AGT_E_INVALID, "%s: agent '%s' has no package (runtime none)",
                           p->file, p->name);
   l->p = p;
+  l->file = p->file;
   l->version = xstrdup(version);
   l->spec = agt_profile_expand(p, p->install, version, march, err);
   bin = l->spec ? agt_profile_expand(p, p->bin, version, march, err) : NULL;
@@ -113,6 +115,123 @@ int agt_agent_layers(const struct agt_config *cfg, const struct agt_profile_set 
   return 0;
 }
 
+/* Where the jails look for commands (agtd's default PATH), in order. */
+static const char *const tool_dirs[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
+                                        "/usr/bin",        "/sbin",          "/bin"};
+
+static const char *tool_base(const char *tool)
+{
+  const char *slash = strrchr(tool, '/');
+  return slash ? slash + 1 : tool;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int agt_tools_layer(const struct agt_cfg_item *tools, size_t n, struct agt_layer *l,
+                    agt_error_t *err)
+{
+  cleanup_free const char **sorted = NULL;
+  char *m, *names;
+  uint64_t h = 14695981039346656037ull; /* FNV-1a 64 */
+
+  memset(l, 0, sizeof *l);
+  if (n == 0)
+    return 0;
+  sorted = xzalloc(n * sizeof *sorted);
+  for (size_t i = 0; i < n; i++) {
+    const char *why = agt_config_tool_problem(tools[i].text, 0);
+    if (why) {
+      cleanup_free char *where = agt_cfg_origin_str(&tools[i].origin);
+      return agt_error_kind(err, AGT_E_INVALID, "jail.tools entry '%s' (%s): %s", tools[i].text,
+                            where, why);
+    }
+    for (size_t k = 0; k < i; k++)
+      if (strcmp(tool_base(tools[k].text), tool_base(tools[i].text)) == 0 &&
+          strcmp(tools[k].text, tools[i].text) != 0) {
+        cleanup_free char *w1 = agt_cfg_origin_str(&tools[k].origin);
+        cleanup_free char *w2 = agt_cfg_origin_str(&tools[i].origin);
+        return agt_error_kind(err, AGT_E_INVALID,
+                              "jail.tools entries '%s' (%s) and '%s' (%s) would both be "
+                              "/usr/local/bin/%s: keep one",
+                              tools[k].text, w1, tools[i].text, w2, tool_base(tools[i].text));
+      }
+    sorted[i] = tools[i].text;
+  }
+  qsort(sorted, n, sizeof *sorted, cmp_str);
+  for (size_t i = 0; i < n; i++) {
+    for (const unsigned char *c = (const unsigned char *)sorted[i]; *c; c++)
+      h = (h ^ *c) * 1099511628211ull;
+    h = (h ^ '\n') * 1099511628211ull;
+  }
+  l->file = "jail.tools";
+  l->name = xasprintf("tools-%016llx", (unsigned long long)h);
+  l->version = xstrdup("");
+  m = xasprintf("# jail.tools as a layer, written by agt (docs/CONFIG.md)\n"
+                "name: %s\n"
+                "files:\n",
+                l->name);
+  names = xstrdup("");
+  for (size_t i = 0; i < n; i++) {
+    const char *t = sorted[i];
+    char *next;
+    if (t[0] == '/')
+      next = xasprintf("%s  - path: /usr/local/bin/%s\n"
+                       "    hint: \"jail.tools: '%s' must be a program on the guest\"\n"
+                       "    sources:\n"
+                       "      - host: \"%s\"\n",
+                       m, tool_base(t), t, t);
+    else {
+      cleanup_free char *cands = xstrdup("");
+      for (size_t k = 0; k < sizeof tool_dirs / sizeof tool_dirs[0]; k++) {
+        char *c = xasprintf("%s%s\"%s/%s\"", cands, k ? ", " : "", tool_dirs[k], t);
+        free(cands);
+        cands = c;
+      }
+      next = xasprintf("%s  - path: /usr/local/bin/%s\n"
+                       "    hint: \"jail.tools: install '%s' on the guest (in a directory of "
+                       "its PATH), or name its path\"\n"
+                       "    sources:\n"
+                       "      - host: [%s]\n",
+                       m, t, t, cands);
+    }
+    free(m);
+    m = next;
+    next = xasprintf("%s%s%s", names, i ? " " : "", t);
+    free(names);
+    names = next;
+  }
+  l->manifest = xasprintf("%sdescription: \"jail.tools: %s\"\n", m, names);
+  l->spec = xasprintf("jail.tools: %s", names);
+  free(m);
+  free(names);
+  return 0;
+}
+
+void agt_tools_error(const struct agt_cfg_item *tools, size_t n, agt_error_t *err)
+{
+  for (size_t i = 0; *err && i < n; i++) {
+    cleanup_free char *at = xasprintf("/usr/local/bin/%s'", tool_base(tools[i].text));
+    cleanup_free char *where = NULL;
+    const char *msg = (*err)->msg, *rest;
+    char *out;
+    if (strstr(msg, at) == NULL)
+      continue;
+    /* "... jail.tools:LINE:COL: REST": the manifest's line means nothing to the user */
+    for (rest = strstr(msg, "jail.tools:"); rest && !isdigit((unsigned char)rest[11]);
+         rest = strstr(rest + 1, "jail.tools:"))
+      ;
+    rest = rest ? strstr(rest, ": ") : NULL;
+    where = agt_cfg_origin_str(&tools[i].origin);
+    out = xasprintf("jail.tools entry '%s' (%s): %s", tools[i].text, where, rest ? rest + 2 : msg);
+    free((*err)->msg);
+    (*err)->msg = out;
+    return;
+  }
+}
+
 json_t *agt_layer_find(json_t *store, const char *name)
 {
   size_t i, k;
@@ -147,9 +266,9 @@ int agt_layers_build(struct agt_target *t, struct agt_layer *l, size_t n, json_t
     if (note)
       note(ctx, &l[i]);
     if (agt_target_call(t, "rootfs.build",
-                        json_pack("{s:s, s:s}", "manifest", l[i].p->file, "content", l[i].manifest),
+                        json_pack("{s:s, s:s}", "manifest", l[i].file, "content", l[i].manifest),
                         &res, err) < 0) {
-      agt_error_wrap(err, "build layer %s (npm %s)", l[i].name, l[i].spec);
+      agt_error_wrap(err, "build layer %s (%s%s)", l[i].name, l[i].p ? "npm " : "", l[i].spec);
       goto out;
     }
     json_decref(res);

@@ -12,7 +12,8 @@
 #include "profile.h"
 
 struct agt_layer {
-  const struct agt_profile *p; /* the agent or runtime whose package it holds */
+  const struct agt_profile *p; /* the agent or runtime whose package it holds; NULL: tools */
+  const char *file;            /* the manifest's name in messages: the profile's file */
   char *version;               /* the pin */
   char *name;                  /* its name in the store: NAME-VERSION */
   char *spec;                  /* the npm spec installed: NAME@VERSION */
@@ -33,6 +34,17 @@ void agt_layer_release(struct agt_layer *l);
 int agt_agent_layers(const struct agt_config *cfg, const struct agt_profile_set *set,
                      const struct agt_profile *p, const char *march, struct agt_layer *out,
                      size_t *n, agt_error_t *err);
+
+/* jail.tools as one layer: each tool at /usr/local/bin/NAME with its shared-library
+ * closure; a name is looked for in the jails' PATH directories on the guest
+ * (/usr/local/sbin ... /bin), a path is taken as it is.  Named tools-HASH after the sorted
+ * list (FNV-1a 64), so runs with the same tools share one build.  n == 0: nothing to do
+ * (*l zeroed, 0). */
+int agt_tools_layer(const struct agt_cfg_item *tools, size_t n, struct agt_layer *l,
+                    agt_error_t *err);
+/* A failed build of the tools layer: the message says which jail.tools entry (its
+ * file:line:column, or the flag) when it is about one. */
+void agt_tools_error(const struct agt_cfg_item *tools, size_t n, agt_error_t *err);
 
 struct agt_target;
 #include <jansson.h>

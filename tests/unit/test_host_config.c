@@ -439,6 +439,67 @@ static void test_jail_mounts(void **state)
   agt_config_release(&c);
 }
 
+static void test_jail_tools(void **state)
+{
+  cleanup_free char *user = path_in("tools.yaml");
+  cleanup_free char *repo = path_in("toolrepo");
+  cleanup_free char *git = path_in("toolrepo/.git");
+  cleanup_free char *dotagt = path_in("toolrepo/.agt");
+  cleanup_free char *overlay = path_in("toolrepo/.agt/config.yaml");
+  cleanup_free char *where = NULL, *want = NULL;
+  struct agt_config_paths p = {0};
+  struct agt_config c;
+  agt_error_t err = NULL;
+
+  (void)state;
+  write_file(user, "jail:\n  tools:\n    - jq\n    - /opt/x/bin/rg\n    - jq\n");
+  assert_int_equal(agt_mkdir_p(git, 0755, NULL), 0);
+  assert_int_equal(agt_mkdir_p(dotagt, 0755, NULL), 0);
+  write_file(overlay, "jail:\n  tools: [git, jq]\n");
+  p.user_file = user;
+  p.cwd = repo;
+  agt_config_init(&c);
+  assert_int_equal(agt_config_load(&c, &p, &err), 0);
+  assert_int_equal(c.ntools, 3); /* lists append; one named twice keeps its first place */
+  assert_string_equal(c.tools[0].text, "jq");
+  assert_string_equal(c.tools[1].text, "/opt/x/bin/rg");
+  assert_string_equal(c.tools[2].text, "git");
+  where = agt_cfg_origin_str(&c.tools[2].origin);
+  want = xasprintf("%s:2:11", overlay);
+  assert_string_equal(where, want);
+  agt_config_release(&c);
+
+  /* a repository names tools, never paths */
+  write_file(overlay, "jail:\n  tools:\n    - /etc/shadow\n");
+  agt_config_init(&c);
+  assert_int_equal(agt_config_load(&c, &p, &err), -1);
+  assert_non_null(strstr(err->msg, ":3:7: 'jail.tools' entry '/etc/shadow': a repository's"));
+  agt_error_release(&err);
+  agt_config_release(&c);
+  write_file(overlay, "jail: {}\n");
+
+  const char *const bad[] = {"a/b",       "-x",           ".hidden",
+                             "/usr/bin/", "/usr//bin/jq", "/usr/../bin/jq",
+                             "\"a b\"",   "[jq]",         "''"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cleanup_free char *text = xasprintf("jail:\n  tools:\n    - %s\n", bad[i]);
+    write_file(user, text);
+    agt_config_init(&c);
+    assert_int_equal(agt_config_load(&c, &p, &err), -1);
+    if (strstr(err->msg, ":3:7: ") == NULL || strstr(err->msg, "jail.tools") == NULL)
+      fail_msg("'%s': got '%s'", bad[i], err->msg);
+    agt_error_release(&err);
+    agt_config_release(&c);
+  }
+  assert_null(agt_config_tool_problem("python3.11", 0));
+  assert_null(agt_config_tool_problem("g++", 0));
+  assert_null(agt_config_tool_problem("/usr/lib/git-core/git", 0));
+  assert_non_null(agt_config_tool_problem("/usr/lib/git-core/git", 1));
+  assert_non_null(agt_config_tool_problem("", 0));
+  assert_non_null(agt_config_tool_problem("/", 0));
+  assert_non_null(agt_config_tool_problem("/usr/bin/.", 0));
+}
+
 static void test_show(void **state)
 {
   cleanup_free char *user = path_in("show.yaml");
@@ -593,6 +654,7 @@ int main(void)
       cmocka_unit_test_setup(test_unlimited, setup),
       cmocka_unit_test_setup(test_env_names, setup),
       cmocka_unit_test_setup(test_jail_mounts, setup),
+      cmocka_unit_test_setup(test_jail_tools, setup),
       cmocka_unit_test_setup(test_show, setup),
       cmocka_unit_test_setup(test_duration, setup),
       cmocka_unit_test_setup(test_agents, setup),
