@@ -269,8 +269,9 @@ static const struct agt_opt run_opts[] = {
                      "copy a guest program into the jail with its libraries: a name on the "
                      "guest's PATH or an absolute path (repeatable; added to jail.tools)"),
     AGT_OPT_BOOL(0, "lockdown", struct run_opts, lockdown,
-                 "for an untrusted repository: a throwaway home, no variables, no mounts, "
-                 "network only to the agent's default hosts"),
+                 "for an untrusted repository: a throwaway home staged from the profile's "
+                 "clean copy (clean_home), no variables, no mounts, network only to the "
+                 "agent's default hosts"),
     AGT_OPT_BOOL(0, "yolo", struct run_opts, yolo,
                  "add the flags of the agent's profile that skip its own permission prompts "
                  "(skip_permissions; never by default)"),
@@ -667,11 +668,13 @@ static void mount_error_origin(struct run_opts *o, agt_error_t *err)
 
 /* --lockdown: nothing of the user's reaches the jail but the workspace.  No variables (the
  * flags that give some are refused; jail.env is left out), no mounts (--add-dir refused,
- * jail.mounts left out), a throwaway home (agtd's), and the network of the agent's own
- * defaults: mode allow, only the hosts agt lists for the agent (the user's and the
- * repository's agents.AGENT.allow entries left out, --allow and --net open refused). */
-static int lockdown_params(struct run_opts *o, const char *agent, agt_error_t *err)
+ * jail.mounts left out), a throwaway home (agtd's tmpfs) staged from the profile's clean
+ * copy (clean_home) at each start, and the network of the agent's own defaults: mode
+ * allow, only the hosts agt lists for the agent (the user's and the repository's
+ * agents.AGENT.allow entries left out, --allow and --net open refused). */
+static int lockdown_params(struct run_opts *o, const struct agt_profile *p, agt_error_t *err)
 {
+  const char *agent = p->name;
   const struct agt_cfg_agent *a = agt_config_agent(&o->c->cfg, agent);
   json_t *net, *allow = json_array();
   size_t left = 0;
@@ -712,6 +715,13 @@ static int lockdown_params(struct run_opts *o, const char *agent, agt_error_t *e
                   "allow", allow);
   json_object_set_new(o->params, "network", net);
   json_object_set_new(o->params, "lockdown", json_true());
+  if (p->nclean_home) {
+    json_t *files = json_array();
+    for (size_t i = 0; i < p->nclean_home; i++)
+      json_array_append_new(files, json_pack("{s:s, s:s}", "path", p->clean_home[i].path, "content",
+                                             p->clean_home[i].content));
+    json_object_set_new(o->params, "home_files", files);
+  }
   return 0;
 }
 
@@ -938,7 +948,11 @@ static void say_binds(struct run_opts *o, const char *name)
   if (o->c->quiet)
     return;
   if (o->lockdown)
-    fprintf(stderr, "agt: jail %s: lockdown: a throwaway home, no variables, no mounts\n", name);
+    fprintf(stderr,
+            "agt: jail %s: lockdown: a throwaway home (%zu file%s of the profile's clean_home), no "
+            "variables, no mounts\n",
+            name, json_array_size(json_object_get(o->params, "home_files")),
+            json_array_size(json_object_get(o->params, "home_files")) == 1 ? "" : "s");
   json_array_foreach(json_object_get(o->params, "mounts"), i, m)
   {
     fprintf(stderr, "agt: jail %s: %s at the same path, %s (%s)\n", name, str(m, "path"),
@@ -1067,7 +1081,7 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
   if (limits)
     json_object_set_new(o.params, "limits", limits);
   if (o.lockdown) {
-    if (lockdown_params(&o, agent, err) < 0)
+    if (lockdown_params(&o, prof, err) < 0)
       goto out;
   } else {
     network_params(&o, agent);

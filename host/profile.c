@@ -15,6 +15,9 @@
 #include "yamlutil.h"
 
 #define PROFILE_LIST_MAX 64
+/* clean_home's bounds, agtd's (guest/jail/jail_mounts.h) */
+#define PROFILE_CLEAN_HOME_FILE_BYTES (64 * 1024)
+#define PROFILE_CLEAN_HOME_BYTES (256 * 1024)
 
 static const char *const runtime_names[] = {"none", "native", "node"};
 static const char *const api_names[] = {"none", "anthropic-messages", "openai-responses",
@@ -62,6 +65,11 @@ void agt_profile_free(struct agt_profile *p)
     free(p->files[i].content);
   }
   free(p->files);
+  for (size_t i = 0; i < p->nclean_home; i++) {
+    free(p->clean_home[i].path);
+    free(p->clean_home[i].content);
+  }
+  free(p->clean_home);
   free(p);
 }
 
@@ -271,26 +279,29 @@ static int parse_env(agt_yaml_t *y, yaml_node_t *n, struct agt_profile *p, agt_e
   return 0;
 }
 
-static int parse_files(agt_yaml_t *y, yaml_node_t *n, struct agt_profile *p, agt_error_t *err)
+/* files and clean_home: lists of {path, content}, each path clean and relative to $HOME;
+ * clean_home's paths once each and none inside another (agtd writes them as they are). */
+static int parse_files(agt_yaml_t *y, yaml_node_t *n, const char *key,
+                       struct agt_profile_file **files, size_t *nfiles, agt_error_t *err)
 {
   static const char *const known[] = {"path", "content", NULL};
   yaml_node_item_t *it;
-  size_t count;
+  size_t count, bytes = 0;
 
   if (n->type != YAML_SEQUENCE_NODE)
-    return agt_yaml_error(y, n, err, "'files' must be a list of {path, content}");
+    return agt_yaml_error(y, n, err, "'%s' must be a list of {path, content}", key);
   count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
   if (count > PROFILE_LIST_MAX)
-    return agt_yaml_error(y, n, err, "'files' has more than %d items", PROFILE_LIST_MAX);
-  p->files = xzalloc((count ? count : 1) * sizeof *p->files);
+    return agt_yaml_error(y, n, err, "'%s' has more than %d items", key, PROFILE_LIST_MAX);
+  *files = xzalloc((count ? count : 1) * sizeof **files);
   for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
     yaml_node_t *e = agt_yaml_node(y, *it);
-    struct agt_profile_file *f = &p->files[p->nfiles];
-    cleanup_free char *what = xasprintf("files[%zu]", p->nfiles);
+    struct agt_profile_file *f = &(*files)[*nfiles];
+    cleanup_free char *what = xasprintf("%s[%zu]", key, *nfiles);
 
     if (check_map(y, e, what, known, err) < 0)
       return -1;
-    p->nfiles++;
+    (*nfiles)++;
     if (get_str(y, e, what, "path", &f->path, err) < 0)
       return -1;
     if (f->path == NULL)
@@ -304,6 +315,23 @@ static int parse_files(agt_yaml_t *y, yaml_node_t *n, struct agt_profile *p, agt
       if (agt_yaml_scalar(c) == NULL)
         return agt_yaml_error(y, c, err, "%s (%s): 'content' must be a string", what, f->path);
       f->content = xstrdup(agt_yaml_scalar(c));
+      bytes += strlen(f->content);
+      if (strcmp(key, "clean_home") == 0 &&
+          (strlen(f->content) > PROFILE_CLEAN_HOME_FILE_BYTES || bytes > PROFILE_CLEAN_HOME_BYTES))
+        return agt_yaml_error(y, c, err, "%s (%s): too large (%d bytes a file, %d in all at most)",
+                              what, f->path, PROFILE_CLEAN_HOME_FILE_BYTES,
+                              PROFILE_CLEAN_HOME_BYTES);
+    }
+    for (size_t k = 0; strcmp(key, "clean_home") == 0 && k + 1 < *nfiles; k++) {
+      const char *o = (*files)[k].path;
+      size_t lo = strlen(o), lp = strlen(f->path);
+      if (strcmp(o, f->path) == 0 ||
+          (lo < lp && strncmp(o, f->path, lo) == 0 && f->path[lo] == '/') ||
+          (lp < lo && strncmp(o, f->path, lp) == 0 && o[lp] == '/'))
+        return agt_yaml_error(y, agt_yaml_get(y, e, "path"), err,
+                              "%s: '%s' clashes with '%s' (the same file, or a file where the "
+                              "other needs a directory)",
+                              what, f->path, o);
     }
   }
   return 0;
@@ -321,10 +349,12 @@ static int count_prompt(char **v)
 
 static int parse_root(agt_yaml_t *y, const char *stem, struct agt_profile *p, agt_error_t *err)
 {
-  static const char *const known[] = {
-      "name",  "description",      "kind", "runtime", "package", "command", "headless",
-      "batch", "skip_permissions", "env",  "hosts",   "home",    "api",     "files",
-      NULL};
+  static const char *const known[] = {"name",     "description", "kind",
+                                      "runtime",  "package",     "command",
+                                      "headless", "batch",       "skip_permissions",
+                                      "env",      "hosts",       "home",
+                                      "api",      "files",       "clean_home",
+                                      NULL};
   static const char *const kinds[] = {"agent", "runtime"};
   yaml_node_t *root = agt_yaml_root(y), *n;
   int v;
@@ -398,7 +428,10 @@ static int parse_root(agt_yaml_t *y, const char *stem, struct agt_profile *p, ag
   if (n && parse_env(y, n, p, err) < 0)
     return -1;
   n = agt_yaml_get(y, root, "files");
-  if (n && parse_files(y, n, p, err) < 0)
+  if (n && parse_files(y, n, "files", &p->files, &p->nfiles, err) < 0)
+    return -1;
+  n = agt_yaml_get(y, root, "clean_home");
+  if (n && parse_files(y, n, "clean_home", &p->clean_home, &p->nclean_home, err) < 0)
     return -1;
   return 0;
 }

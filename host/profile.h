@@ -60,6 +60,10 @@ struct agt_profile {
   enum agt_profile_api api;
   struct agt_profile_file *files;
   size_t nfiles;
+  /* clean_home: what a --lockdown jail's throwaway home holds at each start (settings that
+   * skip first-run prompts; no keys), written as they are (no templates) */
+  struct agt_profile_file *clean_home;
+  size_t nclean_home;
 };
 
 struct agt_profile_set {

@@ -353,6 +353,62 @@ static void bind_at(int rootfd, const char *src, const char *target, int writabl
   close(mfd);
 }
 
+/* An ephemeral home's clean copy: each file of the plan written into the tmpfs just
+ * mounted at /home/agent, its directories 0700 and files 0600, all the jail user's.  The
+ * tmpfs is new and nothing of the jail runs yet, so no link in it can redirect a write;
+ * O_NOFOLLOW and O_EXCL make sure of it. */
+static void stage_home(int rootfd, const struct agt_spawn_plan *p)
+{
+  int hfd;
+
+  if (p->nhome_files == 0)
+    return;
+  hfd = open_in(rootfd, "/home/agent", O_PATH | O_DIRECTORY);
+  if (hfd < 0)
+    fail("open /home/agent", "", errno);
+  for (size_t i = 0; i < p->nhome_files; i++) {
+    const struct agt_plan_file *f = &p->home_files[i];
+    char buf[AGT_PLAN_PATH];
+    size_t n = strlen(f->path), done = 0;
+    char *name = buf, *slash;
+    int dfd = hfd, fd;
+
+    if (n >= sizeof buf)
+      fail("home file name too long ", f->path, ENAMETOOLONG);
+    memcpy(buf, f->path, n + 1);
+    while ((slash = strchr(name, '/')) != NULL) {
+      int sub;
+      *slash = '\0';
+      if (mkdirat(dfd, name, 0700) < 0 && errno != EEXIST)
+        fail("make the home's directory for ", f->path, errno);
+      sub = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub < 0 || fchownat(sub, "", p->uid, p->gid, AT_EMPTY_PATH) < 0)
+        fail("open the home's directory for ", f->path, errno);
+      if (dfd != hfd)
+        close(dfd);
+      dfd = sub;
+      name = slash + 1;
+    }
+    fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+      fail("create home file ", f->path, errno);
+    while (done < f->len) {
+      ssize_t w = write(fd, f->content + done, f->len - done);
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w <= 0)
+        fail("write home file ", f->path, w < 0 ? errno : EIO);
+      done += (size_t)w;
+    }
+    if (fchown(fd, p->uid, p->gid) < 0)
+      fail("chown home file ", f->path, errno);
+    close(fd);
+    if (dfd != hfd)
+      close(dfd);
+  }
+  close(hfd);
+}
+
 /* The jail's home and the request's mounts (a cold start's; a prepared jail has none). */
 static void setup_binds(int rootfd, const struct agt_spawn_plan *p)
 {
@@ -360,8 +416,10 @@ static void setup_binds(int rootfd, const struct agt_spawn_plan *p)
     bind_at(rootfd, p->mounts[i].path, p->mounts[i].path, p->mounts[i].writable);
   if (p->home)
     bind_at(rootfd, p->home, "/home/agent", 1);
-  else if (p->home_tmpfs[0])
+  else if (p->home_tmpfs[0]) {
     mount_in(rootfd, "/home/agent", "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV, p->home_tmpfs);
+    stage_home(rootfd, p);
+  }
 }
 
 static void loopback_up(void)

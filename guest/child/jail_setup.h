@@ -60,6 +60,13 @@ struct agt_plan_mount {
   int writable;
 };
 
+/* A file written into an ephemeral home at the start (a lockdown's clean copy). */
+struct agt_plan_file {
+  const char *path; /* relative to /home/agent, clean (agtd checked it) */
+  const char *content;
+  size_t len;
+};
+
 struct agt_spawn_plan {
   int warm;     /* a prepared jail: no workspace or hostname yet, it waits for its claim */
   int realtime; /* a prepared jail: SCHED_FIFO from its ready byte to the agent's exec */
@@ -74,6 +81,8 @@ struct agt_spawn_plan {
   const char *workspace; /* bind source, an absolute guest path */
   const char *home;      /* bound read-write at /home/agent (a persistent home), or NULL */
   char home_tmpfs[96];   /* "": no ephemeral home; else the tmpfs options of /home/agent */
+  const struct agt_plan_file *home_files; /* written into the ephemeral home, the jail user's */
+  size_t nhome_files;
   const struct agt_plan_mount *mounts; /* cold starts only: a prepared jail takes none (its
                                         * home comes with the claim) */
   size_t nmounts;

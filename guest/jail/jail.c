@@ -556,9 +556,10 @@ static json_t *strv_json(char **v)
 static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_prepared *prepared,
                        agt_jail_t **out, agt_error_t *err)
 {
-  static const char *const known[] = {"name", "agent",    "rootfs",  "workspace", "argv",    "args",
-                                      "env",  "limits",   "network", "tty",       "size",    "home",
-                                      "user", "lockdown", "mounts",  "layers",    "secrets", NULL};
+  static const char *const known[] = {"name",   "agent",   "rootfs",     "workspace", "argv",
+                                      "args",   "env",     "limits",     "network",   "tty",
+                                      "size",   "home",    "user",       "lockdown",  "mounts",
+                                      "layers", "secrets", "home_files", NULL};
   const char *name = NULL, *agent = "shell", *rootfs = "default", *ws = NULL;
   json_t *info = NULL;
   agt_jail_t *j = NULL;

@@ -99,6 +99,81 @@ static int mounts_parse(json_t *arr, struct agt_jail_binds *j, agt_error_t *err)
   return 0;
 }
 
+/* A home file's path: relative to $HOME, clean, of ordinary names. */
+static int home_file_path_check(const char *what, const char *path, agt_error_t *err)
+{
+  const char *c = path;
+
+  if (*path == '\0' || *path == '/' || strlen(path) > 255)
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "%s '%.64s' must be 1-255 characters, relative to $HOME", what, path);
+  for (;;) {
+    size_t n = strcspn(c, "/");
+    if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "%s '%.64s' must be clean (no empty, '.' or '..' component)", what,
+                            path);
+    if (c[n] == '\0')
+      break;
+    c += n + 1;
+  }
+  for (c = path; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f)
+      return agt_error_kind(err, AGT_E_INVALID, "%s has a control character", what);
+  return 0;
+}
+
+/* The home files of a request or a record: [{path, content}]. */
+static int home_files_parse(json_t *arr, struct agt_jail_binds *j, agt_error_t *err)
+{
+  static const char *const known[] = {"path", "content", NULL};
+  size_t n = json_array_size(arr), total = 0;
+
+  if (arr == NULL || json_is_null(arr))
+    return 0;
+  if (!json_is_array(arr))
+    return agt_error_kind(err, AGT_E_INVALID, "'home_files' must be an array of {path, content}");
+  if (n > AGT_HOME_FILES_MAX)
+    return agt_error_kind(err, AGT_E_LIMIT, "'home_files' has more than %d entries",
+                          AGT_HOME_FILES_MAX);
+  j->home_files = xzalloc((n ? n : 1) * sizeof *j->home_files);
+  for (size_t i = 0; i < n; i++) {
+    json_t *f = json_array_get(arr, i);
+    cleanup_free char *what = xasprintf("home_files[%zu]", i);
+    const char *path = NULL, *content = NULL;
+    struct agt_home_file *h = &j->home_files[j->nhome_files];
+
+    if (!json_is_object(f))
+      return agt_error_kind(err, AGT_E_INVALID, "'%s' must be an object {path, content}", what);
+    if (agt_param_only(f, known, "home_files[].", err) < 0 ||
+        agt_param_str(f, "path", 1, &path, err) < 0 ||
+        agt_param_str(f, "content", 1, &content, err) < 0)
+      return agt_error_wrap(err, "%s", what);
+    if (home_file_path_check(what, path, err) < 0)
+      return -1;
+    h->len = json_string_length(json_object_get(f, "content"));
+    if (h->len > AGT_HOME_FILE_BYTES || (total += h->len) > AGT_HOME_FILES_BYTES)
+      return agt_error_kind(err, AGT_E_LIMIT,
+                            "%s '%s' is too large (%d bytes a file, %d in all at most)", what, path,
+                            AGT_HOME_FILE_BYTES, AGT_HOME_FILES_BYTES);
+    for (size_t k = 0; k < j->nhome_files; k++) {
+      const char *o = j->home_files[k].path;
+      size_t lo = strlen(o), lp = strlen(path);
+      if (strcmp(o, path) == 0 || (lo < lp && strncmp(o, path, lo) == 0 && path[lo] == '/') ||
+          (lp < lo && strncmp(o, path, lp) == 0 && o[lp] == '/'))
+        return agt_error_kind(err, AGT_E_INVALID,
+                              "%s '%s' clashes with '%s' (the same file, or "
+                              "a file where the other needs a directory)",
+                              what, path, o);
+    }
+    h->path = xstrdup(path);
+    h->content = xmalloc(h->len + 1);
+    memcpy(h->content, content, h->len + 1);
+    j->nhome_files++;
+  }
+  return 0;
+}
+
 void agt_binds_sort(struct agt_jail_mount *m, size_t n)
 {
   qsort(m, n, sizeof *m, mount_cmp);
@@ -146,6 +221,12 @@ int agt_binds_from_json(struct agtd_s *d, json_t *params, const char *agent, int
   } else if (user) {
     return agt_error_kind(err, AGT_E_INVALID, "'user' goes with a persistent 'home' only");
   }
+  if (json_array_size(json_object_get(params, "home_files")) && j->home_mode != AGT_HOME_EPHEMERAL)
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "'home_files' go with an ephemeral 'home' only (agtd writes into no "
+                          "other)");
+  if (home_files_parse(json_object_get(params, "home_files"), j, err) < 0)
+    return -1;
   return mounts_parse(json_object_get(params, "mounts"), j, err);
 }
 
@@ -168,6 +249,9 @@ int agt_binds_from_record(json_t *rec, struct agt_jail_binds *j, agt_error_t *er
     j->home_user = xstrdup(u);
     j->home_path = xstrdup(p);
   }
+  if (j->home_mode == AGT_HOME_EPHEMERAL &&
+      home_files_parse(json_object_get(rec, "home_files"), j, err) < 0)
+    return -1;
   if (json_array_size(arr) > AGT_JAIL_MOUNTS_MAX)
     return agt_error_kind(err, AGT_E_INVALID, "more than %d mounts", AGT_JAIL_MOUNTS_MAX);
   j->mounts = xzalloc((json_array_size(arr) + 1) * sizeof *j->mounts);
@@ -196,6 +280,14 @@ void agt_binds_to_json(const struct agt_jail_binds *j, json_t *o)
     json_array_append_new(
         arr, json_pack("{s:s, s:b}", "path", j->mounts[i].path, "writable", j->mounts[i].writable));
   json_object_set_new(o, "mounts", arr);
+  if (j->nhome_files) {
+    json_t *files = json_array();
+    for (size_t i = 0; i < j->nhome_files; i++)
+      json_array_append_new(files,
+                            json_pack("{s:s, s:s%}", "path", j->home_files[i].path, "content",
+                                      j->home_files[i].content, j->home_files[i].len));
+    json_object_set_new(o, "home_files", files);
+  }
 }
 
 void agt_binds_release(struct agt_jail_binds *j)
@@ -205,6 +297,13 @@ void agt_binds_release(struct agt_jail_binds *j)
   free(j->mounts);
   free(j->home_user);
   free(j->home_path);
+  for (size_t i = 0; i < j->nhome_files; i++) {
+    free(j->home_files[i].path);
+    free(j->home_files[i].content);
+  }
+  free(j->home_files);
+  j->home_files = NULL;
+  j->nhome_files = 0;
   j->mounts = NULL;
   j->nmounts = 0;
 }

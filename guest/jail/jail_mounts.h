@@ -29,6 +29,18 @@ struct agt_jail_mount {
   int writable;
 };
 
+/* A file of an ephemeral home's clean copy (`home_files`), written into the fresh tmpfs at
+ * every start: relative to $HOME, clean. */
+struct agt_home_file {
+  char *path;
+  char *content;
+  size_t len;
+};
+
+#define AGT_HOME_FILES_MAX 64
+#define AGT_HOME_FILE_BYTES (64 * 1024)
+#define AGT_HOME_FILES_BYTES (256 * 1024)
+
 struct agt_jail_binds {
   enum agt_home_mode home_mode;
   char *home_user; /* persistent: whose home (a name) */
@@ -36,10 +48,13 @@ struct agt_jail_binds {
   int lockdown;    /* an untrusted repository: ephemeral home, no mounts, no open network */
   struct agt_jail_mount *mounts;
   size_t nmounts;
+  struct agt_home_file *home_files; /* ephemeral: what its home holds at each start */
+  size_t nhome_files;
 };
 
-/* A request's home, user, lockdown and mounts (each mount clean, absolute, clear of the
- * jail's system paths, with no symlink in it, a directory or a file); agent names the
+/* A request's home, user, lockdown, mounts (each mount clean, absolute, clear of the
+ * jail's system paths, with no symlink in it, a directory or a file) and home_files (an
+ * ephemeral home's only: relative, clean, none inside another); agent names the
  * home, net_open says the request asked for network mode open.  The home is not made
  * here. */
 int agt_binds_from_json(struct agtd_s *d, json_t *params, const char *agent, int net_open,

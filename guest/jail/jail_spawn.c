@@ -111,6 +111,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
 {
   struct agt_spawn_plan plan;
   struct agt_plan_mount mounts[AGT_JAIL_MOUNTS_MAX];
+  struct agt_plan_file home_files[AGT_HOME_FILES_MAX];
   /* sync[0..1], status[2..3], out[4..5], errout[6..7]: read end first */
   int fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
   int console[2] = {-1, -1};
@@ -165,6 +166,16 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
     snprintf(plan.home_tmpfs, sizeof plan.home_tmpfs, "mode=0700,uid=%u,gid=%u,size=%llu",
              (unsigned)j->rec.uid, (unsigned)j->rec.gid,
              (unsigned long long)j->rec.limits.tmp_bytes);
+  for (size_t i = 0; i < j->rec.binds.nhome_files && i < AGT_HOME_FILES_MAX; i++) {
+    home_files[i].path = j->rec.binds.home_files[i].path;
+    home_files[i].content = j->rec.binds.home_files[i].content;
+    home_files[i].len = j->rec.binds.home_files[i].len;
+  }
+  if (j->rec.binds.home_mode == AGT_HOME_EPHEMERAL) {
+    plan.home_files = home_files;
+    plan.nhome_files = j->rec.binds.nhome_files < AGT_HOME_FILES_MAX ? j->rec.binds.nhome_files
+                                                                     : AGT_HOME_FILES_MAX;
+  }
   for (size_t i = 0; i < j->rec.binds.nmounts && i < AGT_JAIL_MOUNTS_MAX; i++) {
     mounts[i].path = j->rec.binds.mounts[i].path;
     mounts[i].writable = j->rec.binds.mounts[i].writable;

@@ -4,7 +4,8 @@
 # it (asking first); jail.mounts (the user's file, then the repository's overlay, which may
 # mount only its own files) and --add-dir bind directories read-only unless said, and a bad
 # one is refused naming the file:line or the flag; --lockdown passes no variable, makes no
-# mount, reaches only the agent's own default hosts and leaves nothing of its home behind.
+# mount, reaches only the agent's own default hosts, starts each run with the clean home its
+# profile names (clean_home) and nothing of the persistent one, and leaves nothing behind.
 #
 # Needs root and Linux (agtd).  A missing prerequisite is a failure ("Bail out!").
 set -u
@@ -161,6 +162,94 @@ run agt jail inspect --json lock2
 like "lockdown opencode reaches only its default hosts" "$(printf '%s' "$OUT" | tr -d ' \n')" \
   '"allow":\["opencode.ai:443","models.opencode.ai:443","registry.npmjs.org:443"\]'
 agt jail rm lock2 >/dev/null
+
+# A lockdown home is staged from the profile's clean copy (clean_home) at every start: the
+# agent sees those files, the jail user's, and nothing of its persistent home, which the
+# run leaves as it was.  A profile of the user's (beside the config) names them.
+mkdir -p "$T/agents"
+cat >"$T/agents/locked.yaml" <<'PROFILE'
+name: locked
+description: a shell whose clean home holds two settings files
+runtime: none
+command: [/bin/sh]
+home: [.locked]
+clean_home:
+  - path: .locked.json
+    content: |
+      {"hasCompletedOnboarding": true}
+  - path: .locked/conf/settings.toml
+    content: |
+      update_check = false
+PROFILE
+run agt jail run --rm locked -- -c 'mkdir -p "$HOME/.locked" && echo persistent-token > "$HOME/.locked/token" && echo ok'
+is "(a normal run of the profile keeps a token in its persistent home)" "$OUT" ok
+run agt jail run --lockdown --name lock3 locked -- -c '
+  cd "$HOME" && find . | sort
+  cat .locked.json .locked/conf/settings.toml
+  stat -c "%a %u" .locked .locked/conf .locked/conf/settings.toml .locked.json | sort -u
+  id -u
+  echo changed > .locked.json; echo new > extra'
+want_home='. ./.locked ./.locked.json ./.locked/conf ./.locked/conf/settings.toml {"hasCompletedOnboarding": true} '
+is "a lockdown jail runs with its clean home" "$RC" 0
+is "its home holds the profile's clean_home files, and nothing of the persistent home" \
+  "$(printf '%s\n' "$OUT" | head -6 | tr '\n' ' ')" "$want_home"
+like "... with their content" "$OUT" "^update_check = false$"
+uid=$(printf '%s\n' "$OUT" | tail -1)
+is "... directories 0700 and files 0600, the jail user's" \
+  "$(printf '%s\n' "$OUT" | sed -n '8,9p' | tr '\n' ' ')" "600 $uid 700 $uid "
+like "agt says how many files the throwaway home got" "$ERR" \
+  "lockdown: a throwaway home \\(2 files of the profile's clean_home\\)"
+run agt jail start --attach lock3
+is "the next start of the jail stages the clean copy again (what the run changed is gone)" \
+  "$(printf '%s\n' "$OUT" | head -6 | tr '\n' ' ')" "$want_home"
+agt jail rm lock3 >/dev/null
+run agt agents home locked
+like "the persistent home is untouched: its token" "$OUT" "^  \\.locked/token$"
+unlike "... and nothing of the lockdown runs" "$OUT" "extra|\\.locked\\.json|settings\\.toml"
+is "... its content as it was" \
+  "$(cat "$T"/state/*/.homes/*/locked/.locked/token "$T"/state/homes/*/locked/.locked/token 2>/dev/null)" \
+  persistent-token
+printf '  - path: .locked.json\n    content: again\n' >>"$T/agents/locked.yaml"
+run agt jail run --lockdown --rm locked -- -c true
+is "a profile naming a clean_home file twice is refused" "$RC" 2
+like "... naming its file:line:column" "$ERR" \
+  "$T/agents/locked.yaml:[0-9]+:11: clean_home\\[2\\]: '\\.locked\\.json' clashes with '\\.locked\\.json'"
+rm "$T/agents/locked.yaml"
+# agtd checks home_files itself (a client other than agt): each refused, naming why
+bad_home_files() { # PARAMS-JSON: the error agtd answers jail.create with
+  python3 - "$T/agtd.sock" "$1" <<'PY'
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+def call(i, method, params):
+    data = json.dumps({"id": i, "method": method, "params": params}).encode()
+    s.sendall(struct.pack(">I", len(data)) + data)
+    hdr = s.recv(4, socket.MSG_WAITALL)
+    body = b""
+    while len(body) < struct.unpack(">I", hdr)[0]:
+        body += s.recv(65536)
+    return json.loads(body)
+call(1, "hello", {"version": 1})
+r = call(2, "jail.create", json.loads(sys.argv[2]))
+print(r.get("error", {}).get("message", "created: %s" % r.get("result", {}).get("name")))
+PY
+}
+hf() { printf '{"name": "hf", "rootfs": "test", "workspace": "%s", %s}' "$P/app" "$1"; }
+like "agtd: home_files without an ephemeral home are refused" \
+  "$(bad_home_files "$(hf '"home_files": [{"path": "a", "content": "x"}]')")" \
+  "'home_files' go with an ephemeral 'home' only"
+for path in ../x /etc/passwd a//b a/./b ""; do
+  like "agtd: a home file '$path' is refused" \
+    "$(bad_home_files "$(hf '"lockdown": true, "home_files": [{"path": "'"$path"'", "content": "x"}]')")" \
+    "home_files\\[0\\] '.*' must be"
+done
+like "agtd: a file where another needs a directory is refused" \
+  "$(bad_home_files "$(hf '"lockdown": true, "home_files": [{"path": "a", "content": "x"}, {"path": "a/b", "content": "y"}]')")" \
+  "home_files\\[1\\] 'a/b' clashes with 'a'"
+big=$(head -c 70000 /dev/zero | tr '\0' x)
+like "agtd: a file over 64 KiB is refused" \
+  "$(bad_home_files "$(hf '"lockdown": true, "home_files": [{"path": "a", "content": "'"$big"'"}]')")" \
+  "home_files\\[0\\] 'a' is too large"
 
 for flag in "--env A=b" "--add-dir $P/extra" "--allow example.org" "--net open"; do
   # shellcheck disable=SC2086  # the flag and its value are two words
