@@ -281,7 +281,8 @@ static const struct agt_opt run_opts[] = {
 
 static const struct agt_cmd_help run_help = {
     "agt jail run [OPTIONS] [AGENT [--] [ARGS...]] | [OPTIONS] -- COMMAND [ARGS...]",
-    "Create a jail for AGENT (shell or opencode; jail.agent), start it and attach to it (its "
+    "Create a jail for AGENT (an agent profile: agt agents ls; jail.agent), start it and attach "
+    "to it (its "
     "terminal, or its output until it exits; -d: return once the agent runs).",
     run_opts};
 
@@ -782,7 +783,11 @@ static char *rootfs_advice(struct agt_ctx *c, const char *ref)
                                                     : "");
 }
 
+/* The agent's profile: named on the command line, or jail.agent (from), any profile that
+ * loaded (the tree's or the user's); an unknown one is refused naming the profiles, and
+ * for jail.agent the config's file:line:column. */
 static const struct agt_profile *agent_find(const struct agt_profile_set *set, const char *agent,
+                                            const struct agt_cfg_value *from, const char *user_dir,
                                             agt_error_t *err)
 {
   const struct agt_profile *p = agt_profiles_find(set, agent);
@@ -794,6 +799,15 @@ static const struct agt_profile *agent_find(const struct agt_profile_set *set, c
     if (set->p[i]->kind == AGT_PROFILE_AGENT)
       snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", *names ? ", " : "",
                set->p[i]->name);
+  if (from) {
+    cleanup_free char *where = agt_cfg_origin_str(&from->origin);
+    agt_error_kind(err, AGT_E_INVALID,
+                   "jail.agent (%s): %s '%s' (agents: %s); a profile of your own goes in "
+                   "%s/%s.yaml (docs/AGENTS.md)",
+                   where, p ? "not an agent but a runtime:" : "no agent profile", agent, names,
+                   user_dir, agent);
+    return NULL;
+  }
   agt_error_kind(err, AGT_E_INVALID,
                  "unknown agent '%s' (%s); to run a command instead, put it after '--': agt jail "
                  "run -- %s ...",
@@ -1060,9 +1074,16 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
                    create ? "agt jail create" : "-d");
     goto out;
   }
-  if (agt_profiles_load_for(c->cfg.user_file, &set, err) < 0 ||
-      (prof = agent_find(&set, agent, err)) == NULL)
+  if (agt_profiles_load_for(c->cfg.user_file, &set, err) < 0)
     goto out;
+  {
+    cleanup_strv char **dirs = agt_profile_dirs(c->cfg.user_file);
+    /* the user's directory is the second (there is none without a config file) */
+    const char *user_dir = dirs[0] && dirs[1] ? dirs[1] : "~/.config/agt/agents";
+    prof = agent_find(&set, agent, named ? NULL : &c->cfg.v[AGT_CFG_JAIL_AGENT], user_dir, err);
+    if (prof == NULL)
+      goto out;
+  }
   for (char **h = prof->hosts; h && *h; h++)
     json_array_append_new(o.profile_hosts, json_string(*h));
   json_object_set_new(o.params, "agent", json_string(agent));

@@ -29,7 +29,8 @@ enum cfg_type {
   T_DURATION,
   T_ENUM, /* one of `choices` */
   T_TARGET,
-  T_KEYS, /* detach keys: ctrl-],ctrl-] */
+  T_KEYS,  /* detach keys: ctrl-],ctrl-] */
+  T_AGENT, /* an agent profile's name: 1-32 of [a-z0-9-] (which profiles exist: agt jail run) */
 };
 
 struct key_desc {
@@ -64,7 +65,7 @@ static const struct key_desc keys[AGT_CFG_NKEYS] = {
     [AGT_CFG_SSH_IDENTITY] = {"ssh.identity", T_PATH, NULL},
     [AGT_CFG_SSH_CONNECT_TIMEOUT] = {"ssh.connect_timeout", T_DURATION, NULL},
     [AGT_CFG_SSH_PERSIST] = {"ssh.persist", T_DURATION, NULL},
-    [AGT_CFG_JAIL_AGENT] = {"jail.agent", T_ENUM, "shell|opencode|claude|codex|gemini|pi"},
+    [AGT_CFG_JAIL_AGENT] = {"jail.agent", T_AGENT, NULL},
     [AGT_CFG_JAIL_ROOTFS] = {"jail.rootfs", T_STR, NULL},
     [AGT_CFG_JAIL_DETACH_KEYS] = {"jail.detach_keys", T_KEYS, NULL},
     [AGT_CFG_JAIL_HOME] = {"jail.home", T_ENUM, "persistent|none"},
@@ -176,6 +177,14 @@ static int check_value(enum agt_cfg_key k, const char *v, agt_error_t *err)
   }
   case T_DURATION:
     return agt_parse_duration(d->path, v, &n, err);
+  case T_AGENT:
+    if (*v == '\0' || strlen(v) > 32 || v[0] == '-' ||
+        strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(v))
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "'%s' must name an agent profile (1-32 of [a-z0-9-], not starting "
+                            "with '-'), not '%s'",
+                            d->path, v);
+    return 0;
   case T_ENUM:
     if (!enum_has(d->choices, v))
       return agt_error_kind(err, AGT_E_INVALID, "'%s' must be one of %s, not '%s'", d->path,

@@ -209,6 +209,25 @@ unlike "... and nothing of the lockdown runs" "$OUT" "extra|\\.locked\\.json|set
 is "... its content as it was" \
   "$(cat "$T"/state/*/.homes/*/locked/.locked/token "$T"/state/homes/*/locked/.locked/token 2>/dev/null)" \
   persistent-token
+# jail.agent names any profile that loads, the user's own too
+cp "$T/config.yaml" "$T/config.good"
+sed -i 's/^jail:$/jail:\n  agent: locked/' "$T/config.yaml"
+run agt jail run --name ja1 -- /bin/sh -c 'cat "$HOME/.locked/token"'
+is "jail.agent may name a profile of the user's" "$OUT" persistent-token
+run agt jail inspect --json ja1
+like "... whose jail it is" "$OUT" '"agent": "locked"'
+agt jail rm ja1 >/dev/null
+sed -i 's/^  agent: locked$/  agent: nosuch/' "$T/config.yaml"
+run agt jail run --rm -- true
+is "an unknown jail.agent is refused" "$RC" 2
+like "... naming the config's file:line:column, the agents and where a profile goes" "$ERR" \
+  "jail.agent \\($T/config.yaml:[0-9]+:10\\): no agent profile 'nosuch' \\(agents: .*locked.*\\); a profile of your own goes in $T/agents/nosuch.yaml"
+sed -i 's/^  agent: nosuch$/  agent: node/' "$T/config.yaml"
+run agt jail run --rm -- true
+like "a runtime profile is not an agent" "$ERR" "jail.agent \\($T/config.yaml:[0-9]+:10\\): not an agent but a runtime: 'node'"
+run agt jail run --rm shell -- -c 'echo flag-wins'
+is "an agent named on the command line still wins over jail.agent" "$OUT" flag-wins
+cp "$T/config.good" "$T/config.yaml"
 printf '  - path: .locked.json\n    content: again\n' >>"$T/agents/locked.yaml"
 run agt jail run --lockdown --rm locked -- -c true
 is "a profile naming a clean_home file twice is refused" "$RC" 2

@@ -238,6 +238,10 @@ static void test_errors(void **state)
       {"vm:\n  memory: 4096\n", ":2:11: 'vm.memory' 4096 is less than 1MiB"},
       {"vm:\n  vm_type: kvm\n", ":2:12: 'vm.vm_type' must be one of auto|vz|qemu, not 'kvm'"},
       {"vm:\n  name: -x\n", ":2:9: vm name '-x'"},
+      {"jail:\n  agent: My_Agent\n",
+       ":2:10: 'jail.agent' must name an agent profile (1-32 of [a-z0-9-], not starting with "
+       "'-'), not 'My_Agent'"},
+      {"jail:\n  agent: [shell]\n", ":2:10: 'jail.agent' must be a single value, not a list"},
       {"vm: 3\n", ":1:5: 'vm' must be a mapping"},
       {"vm:\n  mounts: /x\n", ":2:11: 'vm.mounts' must be a list"},
       {"vm:\n  mounts:\n    - {writable: true}\n", ":3:7: 'vm.mounts' entry needs a location"},
@@ -436,6 +440,25 @@ static void test_jail_mounts(void **state)
   assert_int_equal(agt_config_load(&c, &p, &err), -1);
   assert_non_null(strstr(err->msg, ":2:9:"));
   agt_error_release(&err);
+  agt_config_release(&c);
+}
+
+/* jail.agent names any profile: which ones exist is agt jail run's to say (profiles may be
+ * the user's own), so a name the tree does not know is taken here. */
+static void test_jail_agent_any_profile(void **state)
+{
+  cleanup_free char *user = path_in("agent.yaml");
+  struct agt_config_paths p = {0};
+  struct agt_config c;
+  agt_error_t err = NULL;
+
+  (void)state;
+  write_file(user, "jail:\n  agent: my-agent-2\n");
+  p.user_file = user;
+  p.no_repo = 1;
+  agt_config_init(&c);
+  assert_int_equal(agt_config_load(&c, &p, &err), 0);
+  assert_string_equal(agt_config_get(&c, AGT_CFG_JAIL_AGENT), "my-agent-2");
   agt_config_release(&c);
 }
 
@@ -655,6 +678,7 @@ int main(void)
       cmocka_unit_test_setup(test_env_names, setup),
       cmocka_unit_test_setup(test_jail_mounts, setup),
       cmocka_unit_test_setup(test_jail_tools, setup),
+      cmocka_unit_test_setup(test_jail_agent_any_profile, setup),
       cmocka_unit_test_setup(test_show, setup),
       cmocka_unit_test_setup(test_duration, setup),
       cmocka_unit_test_setup(test_agents, setup),
