@@ -297,6 +297,8 @@ static void splice_watch(agt_relay_t *r)
     out->paused = !out->eof && !(ev & UV_READABLE);
     if (in->in_pipe > 0 || in->head_off < in->head_len)
       ev |= UV_WRITABLE;
+    if (r->errored[i])
+      ev = 0; /* see poll_cb: side i is read again when the other side takes bytes */
     if (ev == r->events[i])
       continue;
     r->events[i] = ev;
@@ -405,15 +407,22 @@ static void poll_cb(uv_poll_t *p, int status, int events)
   if (r->done)
     return;
   if (status < 0) {
-    /* libuv stops the watcher on POLLERR and says EBADF: the socket's own error says why */
-    int err = 0;
-    socklen_t len = sizeof err;
+    /* POLLERR (libuv stops the watcher and says EBADF): side i was reset or failed.  What
+     * it sent before is still to be read and passed on: the reads from it go on until they
+     * return the error (when the destination takes bytes again), and then the relay fails
+     * with it.  Its watcher stays off meanwhile, or the error would wake the loop at once
+     * again. */
     r->events[i] = 0;
-    if (getsockopt(r->fd[i], SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0) {
+    r->errored[i] = 1;
+    splice_run(r, 3);
+    if (!r->done && r->dir[i].eof) { /* nothing more from side i: the error is all it has */
+      int err = 0;
+      socklen_t len = sizeof err;
+      if (getsockopt(r->fd[i], SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err == 0)
+        err = ECONNRESET;
       relay_fail(r, -err);
-      return;
     }
-    events = UV_READABLE | UV_WRITABLE;
+    return;
   }
   if (events & (UV_READABLE | UV_DISCONNECT))
     mask |= 1 << i; /* side i has bytes (or its end) for the other */

@@ -70,6 +70,7 @@ struct agt_relay_s {
   int fd[2];          /* splice: the sides' descriptors */
   uv_poll_t *poll[2]; /* splice: their watchers (freed on close) */
   int events[2];      /* splice: what each watcher waits for now */
+  int errored[2];     /* splice: the side has an error to read after its bytes (POLLERR) */
   agt_relay_done_fn done_cb;
   void *data; /* the owner's */
 };

@@ -2,8 +2,9 @@
 # Every relay delivers every byte: the egress proxy (CONNECT and plain HTTP), jail.port with
 # `agtd ctl jail port`, and exec and follow streams.  Transfers of a known pattern (probe
 # xfer, tests/guest/xfer.c) at sizes around the relays' buffer and queue limits (64 KiB,
-# 1 MiB) and 64 MiB; the server closes first, the client half-closes, readers are slow; each
-# checked by length and hash, and the proxy's log checked against what was delivered.
+# 1 MiB) and 64 MiB; the server closes first, the client half-closes, readers are slow, the
+# server resets mid-transfer (the client must see the reset); each checked by length and
+# hash, and the proxy's log checked against what was delivered.
 . "$(dirname "$0")/lib.sh"
 
 command -v python3 >/dev/null || bail "python3 is needed for the stream client"
@@ -49,6 +50,18 @@ for via in connect http; do
   is "proxy ($via): the log's bytes_down are the bytes delivered" "$net" "$want"
   up=$(ctl jail net "e-$via" | sed -n 's/^closed .* up \([0-9]*\) down.*/\1/p' | sort -n | tail -1)
   check "proxy ($via): bytes_up counts the 64 MiB sent" test "$up" -gt "$M64"
+done
+
+# a server that resets mid-transfer: the client sees the reset, not a clean end of a short
+# body (4 MiB, read slowly so that most of it is still on its way when the reset comes)
+for via in connect http; do
+  ctl jail run --name "e-reset-$via" --rootfs "$R" --allow "127.0.0.1:$PORT" -- /bin/sh -c "
+    probe xfer get reset 1 127.0.0.1 $PORT 3128 $via
+    probe xfer get reset 4194304 127.0.0.1 $PORT 3128 $via 1000" >/dev/null
+  ctl jail wait "e-reset-$via" >/dev/null
+  out=$(ctl jail logs "e-reset-$via")
+  is "proxy ($via): a server's reset reaches the client as a reset, twice" "$(grep -c '^ok reset ' <<<"$out")" 2
+  fails "$out"
 done
 
 # a slow reader (8 MiB) and a slow server (16 MiB sent to it as fast as the client can):

@@ -16,6 +16,9 @@
  *   echo   the client sends N pattern bytes and half-closes; the server echoes them
  *   up     the client sends N pattern bytes and half-closes; the server checks them and
  *          answers "ok N" or what was wrong (SLOW_US: reading slowly)
+ *   reset  the body is N pattern bytes, then the server resets the connection (SO_LINGER 0)
+ *          instead of closing it: the client must see the reset (ECONNRESET), not a clean
+ *          end, after an intact prefix of the body
  * SLOW_US on the client side makes it a slow reader: a pause of SLOW_US after every read of
  * at most 16 KiB. */
 #include <arpa/inet.h>
@@ -187,6 +190,11 @@ static void serve_one(int fd)
   if (strcmp(mode, "down") == 0) {
     if (write_all(fd, HEAD_OK, strlen(HEAD_OK)) == 0)
       send_pattern(fd, n);
+  } else if (strcmp(mode, "reset") == 0) {
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    if (write_all(fd, HEAD_OK, strlen(HEAD_OK)) == 0)
+      send_pattern(fd, n);
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg); /* the close resets */
   } else if (strcmp(mode, "half") == 0) {
     ssize_t r;
     while ((r = read(fd, buf, sizeof buf)) > 0 || (r < 0 && errno == EINTR))
@@ -291,7 +299,7 @@ static int xfer_get(int argc, char **argv)
   long slow = 0;
   char head[4096], req[512], verdict[200];
   struct check c;
-  int is_up, is_echo;
+  int is_up, is_echo, is_reset, was_reset = 0;
   uint64_t sent = 0;
   int sending, rc;
 
@@ -311,6 +319,7 @@ static int xfer_get(int argc, char **argv)
     slow = atol(argv[7]);
   is_up = strcmp(mode, "up") == 0;
   is_echo = strcmp(mode, "echo") == 0;
+  is_reset = strcmp(mode, "reset") == 0;
   signal(SIGPIPE, SIG_IGN);
   errno = 0;
   fd = connect_to(proxy ? "127.0.0.1" : host, proxy ? proxy : port);
@@ -375,6 +384,10 @@ static int xfer_get(int argc, char **argv)
         size_t off = 0;
         if (r < 0 && errno == EINTR)
           continue;
+        if (r < 0 && errno == ECONNRESET && is_reset) {
+          was_reset = 1;
+          break;
+        }
         if (r < 0)
           return fail(mode, n, "read");
         if (r == 0)
@@ -420,6 +433,16 @@ static int xfer_get(int argc, char **argv)
         printf("%s", resp);
       return rc;
     }
+  }
+  if (is_reset) {
+    /* what came before the reset is a prefix of the body, intact; the end is the reset */
+    errno = 0;
+    if (!was_reset)
+      return fail(mode, n, "a clean end of stream, not the server's reset");
+    if (c.bad || c.got > n)
+      return fail(mode, n, "what came before the reset is not the body's start");
+    printf("ok reset %llu after %llu bytes\n", n, (unsigned long long)c.got);
+    return 0;
   }
   rc = check_verdict(&c, n, mode, verdict, sizeof verdict) < 0 ? 1 : 0;
   printf("%s\n", verdict);

@@ -405,6 +405,26 @@ static void test_reset_mid_transfer(void **state)
   assert_true(cl.got <= 8 * MiB);
 }
 
+/* The server answers a few bytes and resets at once, likely before the relay has read them:
+ * they still reach the client, and then the reset. */
+static void test_reset_after_answer(void **state)
+{
+  for (int k = 0; k < 50; k++) {
+    struct peer cl = {.p = {.send = 0, .seed = 15}};
+    struct peer sv = {.p = {.send = 20, .seed = 16, .reset_after = 20}};
+    unsigned char want[32];
+    struct run r;
+
+    (void)state;
+    relay_run(&r, &cl, &sv, NULL);
+    assert_int_equal(r.status, UV_ECONNRESET);
+    assert_int_equal(cl.read_err, ECONNRESET);
+    assert_int_equal(cl.got, 20);
+    sha_of_stream(sv.p.seed, 20, "", 0, want);
+    assert_memory_equal(cl.sha, want, 32);
+  }
+}
+
 /* A slow reader (16 KiB per 1 ms) and a fast sender of 32 MiB: all of it arrives; the relay
  * holds no more than its bound for it, and the process's peak memory grows by less. */
 static void test_slow_reader_bounded(void **state)
@@ -437,6 +457,7 @@ int main(void)
       cmocka_unit_test(test_half_close_client_first),
       cmocka_unit_test(test_half_close_server_first),
       cmocka_unit_test(test_reset_mid_transfer),
+      cmocka_unit_test(test_reset_after_answer),
   };
   signal(SIGPIPE, SIG_IGN);
   return cmocka_run_group_tests(tests, NULL, NULL);
