@@ -1236,8 +1236,9 @@ static const struct agt_opt ls_opts[] = {
 
 static const struct agt_cmd_help ls_help = {
     "agt jail ls [-q] [--json | --format TEMPLATE]",
-    "List the jails: agent, state (and exit code), age, CPU time, memory, attached clients, "
-    "connections refused by the network proxy.",
+    "List the jails: agent, state (and exit code), age, CPU time and memory (read from the "
+    "jail's cgroup at most 2 s before; JSON usage.age_ms), attached clients, connections "
+    "refused by the network proxy.",
     ls_opts};
 
 static int jail_ls(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)

@@ -28,12 +28,18 @@ struct agt_cgroup_root {
   char *v2_base;    /* v2: /sys/fs/cgroup/<parent> */
   char *v1_base[3]; /* v1: /sys/fs/cgroup/{memory,pids,cpu}/<parent> */
   int fast_attach;  /* favordynmods is on: moving a process costs microseconds */
+  int v1_cpuacct;   /* v1: cpuacct is mounted with cpu (cpuacct.usage in the cpu hierarchy) */
 };
 
 /* Kill every pid listed in a cgroup.procs file; returns how many. */
 int agt_cgroup_kill_procs(const char *procs_file);
 /* rmdir that reports EBUSY as AGT_E_BUSY and ENOENT as success. */
 int agt_cgroup_rmdir(const char *dir, agt_error_t *err);
+/* The number at the start of dir/file; 0 when it cannot be read. */
 uint64_t agt_cgroup_read_u64(const char *dir, const char *file);
+/* Read a small file of cgroupfs or procfs (which give it in one read; a short read is
+ * taken as its end) into buf, at most size - 1 bytes, NUL-terminated: its length, or -1.
+ * open, read, close: no stdio, as listings read thousands of them. */
+ssize_t agt_cgroup_read_small(const char *path, char *buf, size_t size);
 
 #endif

@@ -1,6 +1,7 @@
 /* cgroup v1: one hierarchy per controller (memory, pids, cpu), as on hosts that never
  * switched to the unified hierarchy. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,12 @@ int agt_cgroup_v1_init(struct agt_cgroup_root *r, agt_error_t *err)
     r->v1_base[i] = xasprintf("%s/%s", mnt, r->parent);
     if (mkdir(r->v1_base[i], 0755) < 0 && errno != EEXIST)
       return agt_error_make(err, errno, "mkdir '%s'", r->v1_base[i]);
+  }
+  /* cpuacct mounted with cpu (cpu,cpuacct, as on most distros) or a hierarchy of its own:
+   * asked once here, not at every jail's stats */
+  {
+    cleanup_free char *usage = xasprintf("%s/cpu/cpuacct.usage", r->fsroot);
+    r->v1_cpuacct = access(usage, F_OK) == 0;
   }
   return 0;
 }
@@ -127,6 +134,53 @@ int agt_cgroup_v1_destroy(struct agt_cgroup_root *r, const char *jail, agt_error
   return 0;
 }
 
+static uint64_t pid_cpu_usec(long pid, long tick)
+{
+  char path[64], buf[1024], *q;
+  unsigned long long ut, st;
+
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  if (agt_cgroup_read_small(path, buf, sizeof buf) <= 0 || (q = strrchr(buf, ')')) == NULL)
+    return 0;
+  /* after "pid (comm)": state and 10 more fields, then utime and stime */
+  if (sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+    return 0;
+  return (ut + st) * 1000000ull / (unsigned long long)tick;
+}
+
+/* The CPU time of the processes listed in a cgroup.procs file: utime and stime of each
+ * from /proc/PID/stat. */
+static uint64_t procs_cpu_usec(const char *procs_file)
+{
+  static long tick;
+  cleanup_close int fd = open(procs_file, O_RDONLY | O_CLOEXEC);
+  char list[4096];
+  size_t keep = 0;
+  uint64_t usec = 0;
+  ssize_t n;
+
+  if (tick == 0)
+    tick = sysconf(_SC_CLK_TCK);
+  if (fd < 0 || tick <= 0)
+    return 0;
+  /* one pid a line; a line cut at the end of a read is kept for the next */
+  while ((n = read(fd, list + keep, sizeof list - keep)) > 0) {
+    size_t len = keep + (size_t)n;
+    char *p = list, *nl;
+    while ((nl = memchr(p, '\n', len - (size_t)(p - list))) != NULL) {
+      usec += pid_cpu_usec(strtol(p, NULL, 10), tick);
+      p = nl + 1;
+    }
+    keep = len - (size_t)(p - list);
+    memmove(list, p, keep);
+  }
+  if (keep > 0 && keep < sizeof list) {
+    list[keep] = '\0';
+    usec += pid_cpu_usec(strtol(list, NULL, 10), tick);
+  }
+  return usec;
+}
+
 int agt_cgroup_v1_stats(struct agt_cgroup_root *r, const char *jail, struct agt_cgroup_stats *s)
 {
   cleanup_free char *mem = xasprintf("%s/%s", r->v1_base[0], jail);
@@ -134,33 +188,15 @@ int agt_cgroup_v1_stats(struct agt_cgroup_root *r, const char *jail, struct agt_
 
   s->memory_bytes = agt_cgroup_read_u64(mem, "memory.usage_in_bytes");
   s->pids = agt_cgroup_read_u64(pids, "pids.current");
-  cleanup_free char *cpu = xasprintf("%s/%s", r->v1_base[2], jail);
-
-  /* Present when cpuacct is mounted together with cpu (cpu,cpuacct), as on most distros. */
-  s->cpu_usec = agt_cgroup_read_u64(cpu, "cpuacct.usage") / 1000;
-  if (s->cpu_usec == 0) {
+  if (r->v1_cpuacct) {
+    cleanup_free char *cpu = xasprintf("%s/%s", r->v1_base[2], jail);
+    s->cpu_usec = agt_cgroup_read_u64(cpu, "cpuacct.usage") / 1000;
+  } else {
     /* cpuacct on a hierarchy of its own (jails do not join it: one migration fewer on the
-     * start path): add up the CPU time of the jail's processes instead. */
-    cleanup_free char *procs = xasprintf("%s/cgroup.procs", mem);
-    cleanup_file FILE *f = fopen(procs, "re");
-    long tick = sysconf(_SC_CLK_TCK);
-    int pid;
-
-    while (f && tick > 0 && fscanf(f, "%d", &pid) == 1) {
-      char path[64], buf[1024], *p;
-      unsigned long long ut, st;
-      FILE *sf;
-      snprintf(path, sizeof path, "/proc/%d/stat", pid);
-      sf = fopen(path, "re");
-      if (sf == NULL)
-        continue;
-      p = fgets(buf, sizeof buf, sf) ? strrchr(buf, ')') : NULL;
-      fclose(sf);
-      /* after "pid (comm)": state and 10 more fields, then utime and stime */
-      if (p &&
-          sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
-        s->cpu_usec += (ut + st) * 1000000ull / (unsigned long long)tick;
-    }
+     * start path, and one cgroup fewer per jail): add up the CPU time of the jail's live
+     * processes instead (the pids hierarchy lists the same ones as memory). */
+    cleanup_free char *procs = xasprintf("%s/cgroup.procs", pids);
+    s->cpu_usec = procs_cpu_usec(procs);
   }
   return 0;
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "clock.h"
 #include "daemon.h"
 #include "disk.h"
 #include "fsutil.h"
@@ -797,7 +798,37 @@ int agt_jail_write_identity(agt_jail_t *j, agt_error_t *err)
   return write_identity(j, err);
 }
 
-json_t *agt_jail_to_json(agt_jail_t *j, int full)
+int agt_jail_usage(agt_jail_t *j, uint64_t max_age_ms, struct agt_cgroup_stats *s, uint64_t *age_ms)
+{
+  uint64_t now = agt_now_ns();
+
+  if (j->run.usage_ns == 0 || now - j->run.usage_ns > max_age_ms * 1000000ull) {
+    struct agt_cgroup_stats fresh;
+    if (agt_cgroup_stats(j->d->cgroup, j->rec.name, &fresh) < 0)
+      return -1;
+    j->run.usage = fresh;
+    j->run.usage_ns = now;
+  }
+  *s = j->run.usage;
+  *age_ms = (now - j->run.usage_ns) / 1000000ull;
+  return 0;
+}
+
+uint64_t agt_jail_refused(const agt_jail_t *j)
+{
+  return j->out.refused + agt_egress_blocked(j->run.egress);
+}
+
+void agt_jail_stop_egress(agt_jail_t *j)
+{
+  j->out.refused += agt_egress_blocked(j->run.egress);
+  agt_egress_stop(j->run.egress);
+  j->run.egress = NULL;
+}
+
+/* live: the figures of the moment (usage, refused), which listings show and the record on
+ * disk does not keep. */
+static json_t *jail_json(agt_jail_t *j, int full, int live)
 {
   json_t *o =
       json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "name", j->rec.name, "agent", j->rec.agent,
@@ -809,18 +840,20 @@ json_t *agt_jail_to_json(agt_jail_t *j, int full)
     json_object_set_new(o, "layers", strv_json(j->rec.layer_ids));
   json_object_set_new(o, "tty", json_boolean(j->rec.tty));
   json_object_set_new(o, "attached", json_integer((json_int_t)j->out.nstreams));
-  json_object_set_new(o, "refused",
-                      json_integer((json_int_t)agt_netlog_blocked(j->rec.net_log_path)));
+  if (live)
+    json_object_set_new(o, "refused", json_integer((json_int_t)agt_jail_refused(j)));
   if (j->rec.started)
     json_object_set_new(o, "started", json_integer(j->rec.started));
   if (j->rec.state == AGT_JAIL_RUNNING || j->rec.state == AGT_JAIL_STARTING ||
       j->rec.state == AGT_JAIL_STOPPING) {
     struct agt_cgroup_stats s;
+    uint64_t age;
     json_object_set_new(o, "pid", json_integer(j->run.pid));
-    if (agt_cgroup_stats(j->d->cgroup, j->rec.name, &s) == 0)
+    if (live && agt_jail_usage(j, AGT_JAIL_USAGE_MAX_AGE_MS, &s, &age) == 0)
       json_object_set_new(o, "usage",
-                          json_pack("{s:I, s:I, s:I}", "memory", (json_int_t)s.memory_bytes, "pids",
-                                    (json_int_t)s.pids, "cpu_usec", (json_int_t)s.cpu_usec));
+                          json_pack("{s:I, s:I, s:I, s:I}", "memory", (json_int_t)s.memory_bytes,
+                                    "pids", (json_int_t)s.pids, "cpu_usec", (json_int_t)s.cpu_usec,
+                                    "age_ms", (json_int_t)age));
   }
   if (j->rec.state == AGT_JAIL_EXITED) {
     json_object_set_new(o, "exit_code", json_integer(j->rec.exit_code));
@@ -854,9 +887,14 @@ json_t *agt_jail_to_json(agt_jail_t *j, int full)
   return o;
 }
 
+json_t *agt_jail_to_json(agt_jail_t *j, int full)
+{
+  return jail_json(j, full, 1);
+}
+
 int agt_jail_save(agt_jail_t *j, agt_error_t *err)
 {
-  json_t *o = agt_jail_to_json(j, 0);
+  json_t *o = jail_json(j, 0, 0);
   json_t *argv = json_array(), *env = json_array();
   cleanup_free char *path = xasprintf("%s/jail.json", j->rec.dir);
   char *s;
@@ -939,6 +977,11 @@ static int load_one(struct agtd_s *d, const char *name, agt_jail_find_fn find_ag
   /* Where the log stands, from its files: the record was written at the last start or end
    * of a run, and output may have come since. */
   agt_outlog_stat(j->rec.log_path, j->rec.log_old_path, &j->out.log.pos);
+  /* what its proxies refused before: counted once here, in memory from now on */
+  {
+    cleanup_free char *old = xasprintf("%s.1", j->rec.net_log_path);
+    j->out.refused = agt_netlog_blocked(j->rec.net_log_path) + agt_netlog_blocked(old);
+  }
   j->rec.state = state_from_name(json_string_value(json_object_get(o, "state")));
   if (json_string_value(json_object_get(o, "reason")))
     j->rec.exit_reason = xstrdup(json_string_value(json_object_get(o, "reason")));

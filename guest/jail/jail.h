@@ -104,6 +104,11 @@ struct agt_jail_run {
   int keep_fd, keep_open;
   int keeper_pidfd;     /* -1: a keeper that an earlier agtd started */
   agt_egress_t *egress; /* the proxy of a jail in network mode allow, while it runs */
+  /* The cgroup's figures (memory, pids, CPU time) as last read, at usage_ns (agt_now_ns;
+   * 0: not yet in this run): listings read them again only once they are older than
+   * AGT_JAIL_USAGE_MAX_AGE_MS (agt_jail_usage). */
+  struct agt_cgroup_stats usage;
+  uint64_t usage_ns;
   int handles_open;
   int streams_open; /* the keeper's connection and the status pipe, still being read */
   int exited_seen;  /* the pidfd reported the exit */
@@ -142,6 +147,10 @@ struct agt_jail_output {
   unsigned nstreams;
   struct agt_pending_s *start_waiters; /* requests answered when start completes */
   struct agt_pending_s *exit_waiters;  /* requests answered when the jail exits */
+  /* Connections refused by the proxies of the jail's finished runs, and by those before
+   * this agtd loaded the jail (counted once then in net.log and net.log.1); the running
+   * proxy counts its own (agt_egress_blocked).  agt_jail_refused adds them up. */
+  uint64_t refused;
 };
 
 /* A jail: its record, its running state, its output. */
@@ -198,7 +207,22 @@ typedef void (*agt_jail_find_fn)(struct agt_jail_s *j);
  * handed to find_again (found under their keepers, keeper.h, or marked exited), and the
  * cgroups of those that do not run are removed. */
 int agt_jail_load_all(struct agtd_s *d, agt_jail_find_fn find_again, agt_error_t *err);
+/* The jail as listings show it (jail.ls, jail.inspect with full): its record, and for a
+ * running jail the cgroup's figures ("usage", with their age in ms) and the connections
+ * its proxy refused. */
 json_t *agt_jail_to_json(agt_jail_t *j, int full);
+/* How old the cgroup figures of a listing may be: a listing of many jails reads each
+ * jail's cgroup files at most this often (jail.ls among 1000 jails, docs/BENCH.md 8). */
+#define AGT_JAIL_USAGE_MAX_AGE_MS 2000
+/* The running jail's cgroup figures, read again when older than max_age_ms (0: always);
+ * their age in ms in *age_ms.  -1 when the cgroup cannot be read. */
+int agt_jail_usage(agt_jail_t *j, uint64_t max_age_ms, struct agt_cgroup_stats *s,
+                   uint64_t *age_ms);
+/* Connections the jail's proxies refused (decision "blocked" in its net.log), kept in
+ * memory: no file is read. */
+uint64_t agt_jail_refused(const agt_jail_t *j);
+/* Stop the jail's proxy (if any), its count of refused connections kept in the jail's. */
+void agt_jail_stop_egress(agt_jail_t *j);
 /* Remove the jail's directory, workspace (when agtd made it) and cgroup, and free it once
  * its handles are closed.  The jail must not be running. */
 int agt_jail_remove(agt_jail_t *j, agt_error_t *err);

@@ -113,7 +113,8 @@ int agt_jail_begin_run(agt_jail_t *j, pid_t pid, int pidfd, int keep_fd, int kee
   j->rec.runs++;
   j->run.status_len = 0;
   j->run.exited_seen = 0;
-  unlink(exit_path); /* the last run's */
+  j->run.usage_ns = 0; /* the figures of the last run's cgroup */
+  unlink(exit_path);   /* the last run's */
   /* the log's budget, before the agent can write */
   agt_keep_send_budget(keep_fd, j->rec.limits.log_bytes);
   if (agt_jail_supervise(j, keep_fd, keeper_pidfd, status_fd, err) < 0) {

@@ -678,8 +678,7 @@ int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
 
 fail:
   agt_error_wrap(err, "start jail '%s'", j->rec.name);
-  agt_egress_stop(j->run.egress);
-  j->run.egress = NULL;
+  agt_jail_stop_egress(j);
   agt_warm_discard(d, w, 1);
   agt_cgroup_destroy(d->cgroup, j->rec.name, NULL);
   return -1;

@@ -412,8 +412,7 @@ void agt_jail_run_finished(agt_jail_t *j)
   j->run.keeper_pidfd = -1;
   j->out.tty_fd = -1; /* closed with tty_pipe */
   j->out.paused = 0;
-  agt_egress_stop(j->run.egress);
-  j->run.egress = NULL;
+  agt_jail_stop_egress(j);
   if (j->rec.state == AGT_JAIL_STARTING && j->run.status_len == 0 && !j->rec.exit_reason)
     j->rec.exit_reason = xstrdup("the jail exited before its agent started");
   j->rec.state = AGT_JAIL_EXITED;

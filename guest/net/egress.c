@@ -294,6 +294,7 @@ struct agt_egress_s {
   uint64_t log_size;
   struct conn *conns;
   unsigned nconns;
+  uint64_t blocked; /* connections refused by the policy ("blocked" in the log) */
   int stopping;
 };
 
@@ -477,6 +478,8 @@ static void refuse(struct conn *c, int code, const char *reason)
                          code, text, reason, strlen(reason) + 6, reason);
   uv_shutdown_t *sd = xzalloc(sizeof *sd);
 
+  if (code == 403 || code == 429)
+    c->e->blocked++;
   netlog(c->e, c, code == 403 || code == 429 ? "blocked" : "failed", reason);
   c->state = C_REFUSING;
   uv_read_stop((uv_stream_t *)&c->client);
@@ -881,6 +884,11 @@ agt_egress_t *agt_egress_start(uv_loop_t *loop, const char *jail, const struct a
     return NULL;
   }
   return e;
+}
+
+uint64_t agt_egress_blocked(const agt_egress_t *e)
+{
+  return e ? e->blocked : 0;
 }
 
 static void listener_closed(uv_handle_t *h)

@@ -62,11 +62,14 @@ agt_egress_t *agt_egress_start(uv_loop_t *loop, const char *jail, const struct a
                                int listen_fd, const char *log_path, agt_error_t *err);
 /* Close the listener and every connection; frees itself when all handles are closed. */
 void agt_egress_stop(agt_egress_t *e);
+/* How many connections this proxy refused by the policy (each one a "blocked" line of its
+ * log) since it started; 0 for NULL. */
+uint64_t agt_egress_blocked(const agt_egress_t *e);
 
 /* How many connections the network log at path (net.log, what `agt jail net` reads) says
  * were refused by the policy (decision "blocked"); 0 when there is no log.  It reads the
- * file, which rotation keeps under 4 MiB, so the count holds across agtd's restarts and
- * after the jail exits. */
+ * whole file (rotation keeps it under 4 MiB): agtd counts a jail's once, when it loads the
+ * jail, and counts in memory from then on (agt_egress_blocked). */
 uint64_t agt_netlog_blocked(const char *path);
 
 /* A listening socket on 127.0.0.1:AGT_EGRESS_PORT inside the network namespace netns_fd:

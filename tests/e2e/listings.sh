@@ -132,11 +132,29 @@ like "and 0 for a jail that tried nothing" "$OUT" '^up1 +shell +running .* 0$'
 run agt jail ls --format '{{.name}}={{.refused}}'
 is "JSON field refused" "$(printf '%s\n' "$OUT" | sort | tr '\n' ' ')" "ex3=0 nr=3 up1=0 "
 is "the same count as agt jail net's blocked lines" "$(agt jail net nr | grep -c '^blocked')" 3
+# a running jail: its proxy counts as it refuses; a new agtd counts the log once, then
+# counts on in memory
+GET2='for p in 9 19; do wget -q -O - http://127.0.0.1:$p/ >/dev/null 2>&1; done; true'
+agt -q jail run -d --name nrr -- /bin/sh -c "$GET2; touch /tmp/done; sleep 300" >/dev/null 2>&1
+for _ in $(seq 1 100); do agt jail exec nrr -- test -e /tmp/done 2>/dev/null && break; sleep 0.1; done
+is "a running jail's refusals, counted as they happen" \
+  "$(agt jail ls --format '{{.name}}={{.refused}}' | grep '^nrr=')" "nrr=2"
 run agt down
 run agt up
-is "after agtd restarts, the count holds (it is read from the jail's network log)" \
-  "$(agt jail ls --format '{{.name}}={{.refused}}' | sort | tr '\n' ' ')" "ex3=0 nr=3 up1=0 "
+is "after agtd restarts, the count holds (counted once in the jail's network log)" \
+  "$(agt jail ls --format '{{.name}}={{.refused}}' | sort | tr '\n' ' ')" "ex3=0 nr=3 nrr=2 up1=0 "
+agt jail exec nrr -- /bin/sh -c 'wget -q -O - http://127.0.0.1:39/ >/dev/null 2>&1; true'
+is "and a refusal of the adopted jail's new proxy adds to it" \
+  "$(agt jail ls --format '{{.name}}={{.refused}}' | grep '^nrr=')" "nrr=3"
+is "as agt jail net counts them" "$(agt jail net nrr | grep -c '^blocked')" 3
+run agt jail stop nrr
+run agt jail start nrr
+for _ in $(seq 1 100); do [ "$(agt jail net nrr | grep -c '^blocked')" = 5 ] && break; sleep 0.1; done
+is "a jail started again keeps its earlier runs' count (3, and 2 of this run)" \
+  "$(agt jail ls --format '{{.name}}={{.refused}}' | grep '^nrr=')" "nrr=5"
+run agt jail ls --format '{{.name}} {{.usage.age_ms}}'
+like "a running jail's usage says how old its figures are (ms)" "$OUT" '^up1 [0-9]+$'
 
-agt jail rm --force up1 ex3 nr >/dev/null
+agt jail rm --force up1 ex3 nr nrr >/dev/null
 run agt down
 is "agt down at the end" "$RC" 0

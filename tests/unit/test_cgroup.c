@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -197,6 +198,85 @@ static void test_rt_budget_v2(void **state)
   agt_cgroup_root_release(&r);
 }
 
+/* Usage on v1 with cpuacct mounted with cpu: memory, pids and cpuacct.usage (ns) read from
+ * the jail's three cgroups. */
+static void test_v1_stats_cpuacct(void **state)
+{
+  struct agt_cgroup_root r;
+  struct agt_cgroup_stats s = {0};
+  agt_error_t err = NULL;
+
+  (void)state;
+  mk("memory");
+  mk("pids");
+  mk("cpu");
+  put("cpu/cpuacct.usage", "0\n");
+  assert_int_equal(agt_cgroup_root_init_at(&r, "agt", root, 1, &err), 0);
+  assert_true(r.v1_cpuacct);
+  mk("memory/agt/j");
+  mk("pids/agt/j");
+  mk("cpu/agt/j");
+  put("memory/agt/j/memory.usage_in_bytes", "233472\n");
+  put("pids/agt/j/pids.current", "2\n");
+  put("cpu/agt/j/cpuacct.usage", "1500000000\n");
+  put("pids/agt/j/cgroup.procs", ""); /* not read: cpuacct.usage says it */
+  assert_int_equal(agt_cgroup_stats(&r, "j", &s), 0);
+  assert_int_equal(s.memory_bytes, 233472);
+  assert_int_equal(s.pids, 2);
+  assert_int_equal(s.cpu_usec, 1500000);
+  agt_cgroup_root_release(&r);
+}
+
+static void burn_cpu(void)
+{
+  struct timespec t0, t;
+  volatile unsigned long x = 0;
+
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+  do {
+    for (int i = 0; i < 100000; i++)
+      x += (unsigned long)i;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 60000000L);
+}
+
+/* cpuacct a hierarchy of its own: the CPU time of the processes the jail's cgroup.procs
+ * lists (this test's own, and a pid that is gone), from /proc/PID/stat; a list longer than
+ * one read (4 KiB) is read whole. */
+static void test_v1_stats_procs(void **state)
+{
+  struct agt_cgroup_root r;
+  struct agt_cgroup_stats s = {0};
+  struct timespec cpu;
+  char *list = NULL;
+  size_t len = 0;
+  FILE *f;
+  uint64_t mine;
+
+  (void)state;
+  v1_init(&r);
+  assert_false(r.v1_cpuacct);
+  mk("memory/agt/j");
+  mk("pids/agt/j");
+  mk("cpu/agt/j");
+  burn_cpu();
+  f = open_memstream(&list, &len);
+  for (int i = 0; i < 1000; i++) /* 1000 lines of a pid that does not run: 7000 bytes */
+    fprintf(f, "%d\n", 4194303);
+  fprintf(f, "%d\n", (int)getpid());
+  fclose(f);
+  put("pids/agt/j/cgroup.procs", list);
+  free(list);
+  assert_int_equal(agt_cgroup_stats(&r, "j", &s), 0);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+  mine = (uint64_t)cpu.tv_sec * 1000000 + (uint64_t)cpu.tv_nsec / 1000;
+  /* /proc counts in clock ticks (10 ms): within two of the process's own clock */
+  assert_true(s.cpu_usec > 0);
+  assert_true(s.cpu_usec <= mine + 20000 && s.cpu_usec + 20000 >= mine);
+  assert_int_equal(s.memory_bytes, 0); /* no file: 0, not an error */
+  agt_cgroup_root_release(&r);
+}
+
 /* A prepared jail's cgroups become the jail's: renamed, limits written only when they differ
  * from the ones the prepared jail got. */
 static void test_v1_adopt(void **state)
@@ -287,6 +367,8 @@ int main(void)
       cmocka_unit_test_setup_teardown(test_v1_limits, setup, teardown),
       cmocka_unit_test_setup_teardown(test_v1_missing_controller, setup, teardown),
       cmocka_unit_test_setup_teardown(test_v1_adopt, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_v1_stats_cpuacct, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_v1_stats_procs, setup, teardown),
       cmocka_unit_test_setup_teardown(test_rt_budget, setup, teardown),
       cmocka_unit_test_setup_teardown(test_rt_budget_v2, setup, teardown),
       cmocka_unit_test_setup_teardown(test_v2_adopt, setup, teardown),
