@@ -313,7 +313,10 @@ static void splice_watch(agt_relay_t *r)
   }
 }
 
-/* Move what can be moved now from side `from` to the other: 0, or a libuv error. */
+/* Move what can be moved now from side `from` to the other: 0, or a libuv error.  Each
+ * round writes what is queued ahead, reads into the pipe what fits, and writes from the pipe
+ * what the destination takes: a small message costs a splice in, a splice out and a splice
+ * in that finds nothing. */
 static int splice_pump(agt_relay_t *r, int from)
 {
   struct agt_relay_dir *d = &r->dir[from];
@@ -342,17 +345,6 @@ static int splice_pump(agt_relay_t *r, int from)
       d->head = NULL;
       d->head_len = d->head_off = 0;
     }
-    if (!blocked && d->in_pipe > 0) {
-      n = splice(d->pipe[0], NULL, dst, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-      if (n < 0 && errno != EAGAIN && errno != EINTR)
-        return -errno;
-      if (n > 0) {
-        d->in_pipe -= (size_t)n;
-        d->delivered += (uint64_t)n;
-        d->pipe_full = 0;
-        moved = 1;
-      }
-    }
     if (!d->eof && !d->pipe_full && d->in_pipe < d->pipe_cap) {
       n = splice(src, NULL, d->pipe[1], NULL, d->pipe_cap - d->in_pipe,
                  SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -368,6 +360,17 @@ static int splice_pump(agt_relay_t *r, int from)
           d->pipe_full = 1;
       } else if (errno != EINTR) {
         return -errno;
+      }
+    }
+    if (!blocked && d->in_pipe > 0) {
+      n = splice(d->pipe[0], NULL, dst, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n < 0 && errno != EAGAIN && errno != EINTR)
+        return -errno;
+      if (n > 0) {
+        d->in_pipe -= (size_t)n;
+        d->delivered += (uint64_t)n;
+        d->pipe_full = 0;
+        moved = 1;
       }
     }
     if (!moved)
