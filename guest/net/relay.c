@@ -233,32 +233,60 @@ static void copy_start(agt_relay_t *r)
 
 /* --- splice: socket -> pipe -> socket, the descriptors watched with uv_poll */
 
-static size_t pipe_max_size(void)
+/* A number from /proc/sys (0 when it cannot be read). */
+static unsigned long proc_sys_value(const char *path)
 {
-  static size_t max;
   char buf[32];
-  int fd;
+  unsigned long v = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
   ssize_t n;
 
-  if (max)
-    return max;
-  max = AGT_RELAY_PIPE;
-  fd = open("/proc/sys/fs/pipe-max-size", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    n = read(fd, buf, sizeof buf - 1);
-    if (n > 0) {
-      buf[n] = '\0';
-      unsigned long v = strtoul(buf, NULL, 10);
-      if (v > 0 && v < max)
-        max = v;
-    }
-    close(fd);
+  if (fd < 0)
+    return 0;
+  n = read(fd, buf, sizeof buf - 1);
+  if (n > 0) {
+    buf[n] = '\0';
+    v = strtoul(buf, NULL, 10);
   }
-  return max;
+  close(fd);
+  return v;
+}
+
+/* What a relay's pipe asks for: AGT_RELAY_PIPE, never above fs.pipe-max-size. */
+static size_t pipe_want(void)
+{
+  static size_t want;
+
+  if (want == 0) {
+    unsigned long max = proc_sys_value("/proc/sys/fs/pipe-max-size");
+    want = max > 0 && max < AGT_RELAY_PIPE ? max : AGT_RELAY_PIPE;
+  }
+  return want;
+}
+
+/* The kernel lets a root process's pipes grow past fs.pipe-user-pages-soft; agtd keeps to it
+ * itself: a pipe is enlarged only while all relays' pipes together stay within it (0: no
+ * limit).  Beyond it, pipes keep the kernel's default size and relay in smaller steps. */
+static size_t pipe_budget(void)
+{
+  static long budget = -1;
+
+  if (budget < 0)
+    budget = (long)proc_sys_value("/proc/sys/fs/pipe-user-pages-soft") * sysconf(_SC_PAGESIZE);
+  return (size_t)budget;
+}
+
+static size_t pipe_bytes; /* the capacity of every relay's pipes, now */
+
+size_t agt_relay_pipe_bytes(void)
+{
+  return pipe_bytes;
 }
 
 static void close_pipe(struct agt_relay_dir *d)
 {
+  if (d->pipe[0] >= 0)
+    pipe_bytes -= d->pipe_cap;
   for (int i = 0; i < 2; i++)
     if (d->pipe[i] >= 0) {
       close(d->pipe[i]);
@@ -269,16 +297,18 @@ static void close_pipe(struct agt_relay_dir *d)
 /* A pipe for one direction; 0, or -1 (errno) when none can be made. */
 static int open_pipe(struct agt_relay_dir *d)
 {
+  size_t budget = pipe_budget();
   int size;
 
   if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
     d->pipe[0] = d->pipe[1] = -1;
     return -1;
   }
-  /* Refused above the per-user limits (the pipe keeps its size): not an error. */
-  (void)fcntl(d->pipe[1], F_SETPIPE_SZ, (int)pipe_max_size());
+  if (budget == 0 || pipe_bytes + pipe_want() <= budget)
+    (void)fcntl(d->pipe[1], F_SETPIPE_SZ, (int)pipe_want()); /* refused: the size stays */
   size = fcntl(d->pipe[1], F_GETPIPE_SZ);
   d->pipe_cap = size > 0 ? (size_t)size : 65536;
+  pipe_bytes += d->pipe_cap;
   return 0;
 }
 

@@ -18,8 +18,10 @@
  *     and never pass through agtd's memory.  Both descriptors are watched with uv_poll on
  *     the streams' own fds (their libuv reads stopped; nothing may be queued on them by
  *     libuv).  The pipe is asked for AGT_RELAY_PIPE bytes (F_SETPIPE_SZ, never above
- *     /proc/sys/fs/pipe-max-size; the kernel's per-user limits keep the default size), so a
- *     relay holds at most two pipes' worth in the kernel and four more descriptors;
+ *     /proc/sys/fs/pipe-max-size, and only while all relays' pipes together stay within
+ *     /proc/sys/fs/pipe-user-pages-soft, which the kernel does not apply to root: beyond
+ *     it, a pipe keeps the kernel's default size), so a relay holds at most two pipes'
+ *     worth in the kernel and four more descriptors;
  *   - copy: libuv reads into one buffer and writes what the other side takes at once,
  *     queueing a copy of the rest (at most AGT_RELAY_HIGH before the source is paused).
  *     Used when a pipe cannot be made (descriptors or pipe memory exhausted) or when libuv
@@ -75,6 +77,10 @@ struct agt_relay_s {
   void *data; /* the owner's */
 };
 typedef struct agt_relay_s agt_relay_t;
+
+/* The capacity of all relays' pipes now, in bytes (kept within fs.pipe-user-pages-soft for
+ * the pipes enlarged beyond the kernel's default). */
+size_t agt_relay_pipe_bytes(void);
 
 void agt_relay_init(agt_relay_t *r, uv_stream_t *a, uv_stream_t *b, agt_relay_done_fn done_cb,
                     void *data);

@@ -447,6 +447,98 @@ static void test_slow_reader_bounded(void **state)
   assert_true(grow < 4096);
 }
 
+static unsigned long proc_value(const char *path)
+{
+  FILE *f = fopen(path, "r");
+  unsigned long v = 0;
+
+  if (f && fscanf(f, "%lu", &v) != 1)
+    v = 0;
+  if (f)
+    fclose(f);
+  return v;
+}
+
+static void noop_done(agt_relay_t *rl, int status)
+{
+  (void)rl;
+  (void)status;
+}
+
+static void nothing_closed(uv_handle_t *h)
+{
+  (void)h;
+}
+
+/* Many relays at once: their pipes are enlarged only while all of them together stay within
+ * fs.pipe-user-pages-soft (the kernel does not hold root to it); the others keep the default
+ * size and relay all the same.  Closing them gives the room back. */
+static void test_pipes_within_user_limit(void **state)
+{
+  unsigned long soft = proc_value("/proc/sys/fs/pipe-user-pages-soft");
+  size_t budget = soft * (size_t)sysconf(_SC_PAGESIZE), want = AGT_RELAY_PIPE, big;
+  unsigned long max = proc_value("/proc/sys/fs/pipe-max-size");
+  int nrel, nbig;
+  uv_loop_t loop;
+  uv_tcp_t(*h)[2];
+  int(*peer)[2];
+  agt_relay_t *rl;
+  struct rlimit lim;
+
+  (void)state;
+  if (soft == 0)
+    skip(); /* no per-user limit on this machine */
+  if (max > 0 && max < want)
+    want = max;
+  big = 2 * want; /* a relay's two pipes */
+  nbig = (int)((budget - agt_relay_pipe_bytes()) / big);
+  nrel = nbig + 4;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &lim), 0);
+  if ((rlim_t)nrel * 8 + 64 > lim.rlim_cur)
+    skip(); /* 8 descriptors a relay: the limit is too low to fill the budget */
+  h = calloc((size_t)nrel, sizeof *h);
+  peer = calloc((size_t)nrel, sizeof *peer);
+  rl = calloc((size_t)nrel, sizeof *rl);
+  assert_int_equal(uv_loop_init(&loop), 0);
+  for (int k = 0; k < nrel; k++) {
+    int a[2], b[2];
+    tcp_pair(a);
+    tcp_pair(b);
+    peer[k][0] = a[0]; /* kept open: the relays wait for bytes */
+    peer[k][1] = b[1];
+    uv_tcp_init(&loop, &h[k][0]);
+    uv_tcp_open(&h[k][0], a[1]);
+    uv_tcp_init(&loop, &h[k][1]);
+    uv_tcp_open(&h[k][1], b[0]);
+    agt_relay_init(&rl[k], (uv_stream_t *)&h[k][0], (uv_stream_t *)&h[k][1], noop_done, NULL);
+    agt_relay_start(&rl[k]);
+    assert_true(rl[k].spliced);
+    assert_false(rl[k].done);
+  }
+  print_message("# %d relays, %d with pipes of %zu bytes within %zu\n", nrel, nbig, want, budget);
+  for (int k = 0; k < nrel; k++)
+    for (int i = 0; i < 2; i++) {
+      if (k < nbig)
+        assert_int_equal(rl[k].dir[i].pipe_cap, want);
+      else
+        assert_true(rl[k].dir[i].pipe_cap < want);
+    }
+  assert_true(agt_relay_pipe_bytes() <= budget + 4 * big);
+  for (int k = 0; k < nrel; k++) {
+    agt_relay_stop(&rl[k]);
+    uv_close((uv_handle_t *)&h[k][0], nothing_closed);
+    uv_close((uv_handle_t *)&h[k][1], nothing_closed);
+    close(peer[k][0]);
+    close(peer[k][1]);
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  assert_int_equal(agt_relay_pipe_bytes(), 0);
+  free(h);
+  free(peer);
+  free(rl);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -458,6 +550,7 @@ int main(void)
       cmocka_unit_test(test_half_close_server_first),
       cmocka_unit_test(test_reset_mid_transfer),
       cmocka_unit_test(test_reset_after_answer),
+      cmocka_unit_test(test_pipes_within_user_limit),
   };
   signal(SIGPIPE, SIG_IGN);
   return cmocka_run_group_tests(tests, NULL, NULL);
