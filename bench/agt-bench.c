@@ -167,26 +167,32 @@ static long meminfo_kib(const char *field)
 
 /* Memory nothing can reclaim: anonymous and shmem pages, unreclaimable slab, kernel stacks,
  * page tables and per-cpu areas.  Less disturbed than MemAvailable by page cache coming and
- * going elsewhere on the machine. */
-static long pinned_kib(void)
-{
-  static const char *const fields[] = {"AnonPages",   "Shmem",      "SUnreclaim",
-                                       "KernelStack", "PageTables", "Percpu"};
-  long sum = 0;
+ * going elsewhere on the machine.  Each part is reported too, so that a difference between
+ * the tools shows where it lies. */
+static const char *const pinned_fields[] = {"AnonPages",   "Shmem",      "SUnreclaim",
+                                            "KernelStack", "PageTables", "Percpu"};
+#define NPINNED (sizeof pinned_fields / sizeof pinned_fields[0])
 
-  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-    long v = meminfo_kib(fields[i]);
-    if (v > 0)
-      sum += v;
+struct pinned {
+  long f[NPINNED];
+  long sum;
+};
+
+static void pinned_read(struct pinned *p)
+{
+  p->sum = 0;
+  for (size_t i = 0; i < NPINNED; i++) {
+    long v = meminfo_kib(pinned_fields[i]);
+    p->f[i] = v > 0 ? v : 0;
+    p->sum += p->f[i];
   }
-  return sum;
 }
 
 /* Memory readings once the machine has settled: after settle_ms, MemAvailable is read every
  * 250 ms until the last five readings lie within 1 MiB of each other (teardown of earlier
  * jails, network namespaces above all, finishes asynchronously), at most 15 s.  *avail is the
  * median of those five, *pinned the pinned memory at that point.  Returns 0 when it settled. */
-static int mem_settled(uint64_t settle_ms, long *avail, long *pinned)
+static int mem_settled(uint64_t settle_ms, long *avail, struct pinned *pinned)
 {
   uint64_t end;
   long v[5], sorted[5];
@@ -221,17 +227,20 @@ static int mem_settled(uint64_t settle_ms, long *avail, long *pinned)
       sorted[k - 1] = t;
     }
   *avail = sorted[2];
-  *pinned = pinned_kib();
+  pinned_read(pinned);
   return settled ? 0 : -1;
 }
 
-static void print_mem(const char *tool, size_t count, long avail0, long avail1, long pin0,
-                      long pin1, int unsettled)
+static void print_mem(const char *tool, size_t count, long avail0, long avail1,
+                      const struct pinned *pin0, const struct pinned *pin1, int unsettled)
 {
   printf("mem.%s.%zu.unsettled %d\n", tool, count, unsettled);
   printf("mem.%s.%zu.kib_per_jail %.0f\n", tool, count, (double)(avail0 - avail1) / (double)count);
   printf("mem.%s.%zu.pinned_kib_per_jail %.0f\n", tool, count,
-         (double)(pin1 - pin0) / (double)count);
+         (double)(pin1->sum - pin0->sum) / (double)count);
+  for (size_t i = 0; i < NPINNED; i++)
+    printf("mem.%s.%zu.%s_kib_per_jail %.1f\n", tool, count, pinned_fields[i],
+           (double)(pin1->f[i] - pin0->f[i]) / (double)count);
 }
 
 /* "Field:  123 kB" from a /proc/PID file; -1 when the process or field is gone. */
@@ -778,7 +787,8 @@ static int memory_bwrap(const struct cfg *c, size_t count, agt_error_t *err)
   static const char *const idle[] = {"/bin/probe", "sleep", "600", NULL};
   cleanup_free pid_t *pids = xzalloc(count * sizeof *pids);
   size_t spawned = 0, procs;
-  long before, after, pin0, pin1, pss;
+  long before, after, pss;
+  struct pinned pin0, pin1;
   int unsettled;
   uint64_t t0;
   int ret = -1;
@@ -793,7 +803,7 @@ static int memory_bwrap(const struct cfg *c, size_t count, agt_error_t *err)
   printf("mem.bwrap.%zu.start_s %.2f\n", count, (double)(now_ns() - t0) / 1e9);
   unsettled += mem_settled(c->settle_ms, &after, &pin1) < 0;
   pss = pss_of_descendants(getpid(), &procs);
-  print_mem("bwrap", count, before, after, pin0, pin1, unsettled);
+  print_mem("bwrap", count, before, after, &pin0, &pin1, unsettled);
   printf("mem.bwrap.%zu.pss_kib_per_jail %.0f\n", count, (double)pss / (double)count);
   printf("mem.bwrap.%zu.procs_per_jail %.1f\n", count, (double)procs / (double)count);
   ret = 0;
@@ -815,7 +825,8 @@ static int memory_agtd(const struct cfg *c, size_t count, agt_error_t *err)
 {
   static const char *const idle[] = {"/bin/probe", "sleep", "600", NULL};
   size_t started = 0, procs;
-  long before, after, pin0, pin1, rss0, rss1, pss, pss_agtd;
+  long before, after, rss0, rss1, pss, pss_agtd;
+  struct pinned pin0, pin1;
   int unsettled;
   pid_t apid = (pid_t)c->agtd_pid;
   uint64_t t0, rtt;
@@ -841,7 +852,7 @@ static int memory_agtd(const struct cfg *c, size_t count, agt_error_t *err)
   rss1 = apid ? proc_kib(apid, "status", "VmRSS") : -1;
   pss_agtd = apid ? proc_kib(apid, "smaps_rollup", "Pss") : 0;
   pss = apid ? pss_of_descendants(apid, &procs) : 0;
-  print_mem("agtd", count, before, after, pin0, pin1, unsettled);
+  print_mem("agtd", count, before, after, &pin0, &pin1, unsettled);
   printf("mem.agtd.%zu.pss_kib_per_jail %.0f\n", count, (double)pss / (double)count);
   printf("mem.agtd.%zu.procs_per_jail %.1f\n", count, apid ? (double)procs / (double)count : 0.0);
   printf("mem.agtd.%zu.agtd_rss_before_kib %ld\n", count, rss0);

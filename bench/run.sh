@@ -20,6 +20,8 @@
 #   BENCH_SETTLE_MS  wait before each memory reading, which then waits until steady (1000)
 #   BENCH_SOLO_RUNS  diagnostic passes: agtd alone, back-to-back and 50 ms apart (100 each)
 #   BENCH_KEEP     keep the scratch directory (unset)
+#   BENCH_ONLY     the parts to run, of: latency memory proxy ssh scale memparts (all); e.g.
+#                  BENCH_ONLY=memory BENCH_COUNTS=1000 for section 2 alone
 set -euo pipefail
 
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,12 +38,18 @@ DISK=${BENCH_DISK:-16777216}
 BENCH_UID=${BENCH_UID:-1000}
 SETTLE_MS=${BENCH_SETTLE_MS:-1000}
 SOLO_RUNS=${BENCH_SOLO_RUNS:-100}
+ONLY=${BENCH_ONLY:-latency memory proxy ssh scale memparts}
 TARGET_RATIO=0.33 # agtd's start p50 at most a third of bwrap's
 
 die() {
   echo "bench: $*" >&2
   exit 1
 }
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+for p in $ONLY; do
+  case $p in latency | memory | proxy | ssh | scale | memparts) ;;
+  *) die "BENCH_ONLY: '$p' is not one of latency memory proxy ssh scale memparts" ;; esac
+done
 
 [ "$(uname -s)" = Linux ] || die "the benchmarks need Linux"
 [ "$(id -u)" = 0 ] || die "the benchmarks need root (agtd makes namespaces, mounts and cgroups)"
@@ -131,11 +139,14 @@ COMMON=(--socket "$SOCK" --rootfs "$ROOTFS" --root "$ROOT" --workspace "$WS" --b
 
 echo "bench: checking that both jails look the same from inside" >&2
 "$DRIVER" check "${COMMON[@]}" >>"$RES"
-echo "bench: start latency, $RUNS starts each after $WARMUP warm-up" >&2
-"$DRIVER" latency "${COMMON[@]}" --runs "$RUNS" --warmup "$WARMUP" >>"$RES"
-echo "bench: start latency, agtd alone, $SOLO_RUNS starts back-to-back and 50 ms apart (diagnostic)" >&2
-"$DRIVER" latency "${COMMON[@]}" --only agtd --runs "$SOLO_RUNS" --warmup 5 >"$T/solo"
-"$DRIVER" latency "${COMMON[@]}" --only agtd --runs "$SOLO_RUNS" --warmup 5 --gap-ms 50 >"$T/spaced"
+if want latency; then
+  echo "bench: start latency, $RUNS starts each after $WARMUP warm-up" >&2
+  "$DRIVER" latency "${COMMON[@]}" --runs "$RUNS" --warmup "$WARMUP" >>"$RES"
+  echo "bench: start latency, agtd alone, $SOLO_RUNS starts back-to-back and 50 ms apart (diagnostic)" >&2
+  "$DRIVER" latency "${COMMON[@]}" --only agtd --runs "$SOLO_RUNS" --warmup 5 >"$T/solo"
+  "$DRIVER" latency "${COMMON[@]}" --only agtd --runs "$SOLO_RUNS" --warmup 5 --gap-ms 50 >"$T/spaced"
+fi
+want memory || COUNTS=
 for n in $COUNTS; do
   case $n in '' | *[!0-9]* | 0) die "BENCH_COUNTS: '$n' is not a count of jails (1..1000)" ;; esac
   [ "$n" -le 1000 ] || die "BENCH_COUNTS: $n is more than agtd's --max-jails here (1000)"
@@ -188,6 +199,7 @@ for tool in agtd bwrap; do
     "$(check_line $tool Uid)" "$(check_line $tool CapEff)" "$(check_line $tool NoNewPrivs)" \
     "$(check_line $tool Seccomp)"
 done
+if want latency; then
 echo
 echo "1. Jail start latency, ms: $(val lat.agtd_start_ms.n) sequential starts each (after $WARMUP warm-up), alternating"
 echo "   agtd: jail.run over agtd's socket; bwrap: posix_spawn of bwrap; payload: static /bin/stamp"
@@ -224,6 +236,8 @@ for f in solo:"back-to-back" spaced:"50 ms apart"; do
       "(not the headline: see docs/BENCH.md)"
   done
 done
+fi
+if want memory; then
 echo
 echo "2. Memory per idle jail (payload: /bin/probe sleep 600): MemAvailable drop / N, KiB"
 echo "   (whole machine: kernel objects, page tables, agtd's own growth; other load adds noise;"
@@ -247,6 +261,13 @@ for n in $COUNTS; do
     "(anon+shmem+SUnreclaim+stacks+page tables+percpu)"
   a=$(val "mem.agtd.$n.pss_kib_per_jail")
   b=$(val "mem.bwrap.$n.pss_kib_per_jail")
+  for tool in agtd bwrap; do
+    parts=
+    for f in AnonPages Shmem SUnreclaim KernelStack PageTables Percpu; do
+      parts="$parts $f $(val "mem.$tool.$n.${f}_kib_per_jail")"
+    done
+    echo "   N=$n: $tool's unreclaimable growth per jail by part, KiB:$parts"
+  done
   row "N=$n: PSS of the jail's processes per jail" "$a" "$b" "$(ratio "$a" "$b")" \
     "procs/jail: $(val "mem.agtd.$n.procs_per_jail") vs $(val "mem.bwrap.$n.procs_per_jail")"
   row "N=$n: agtd RSS before -> with N jails" \
@@ -256,21 +277,22 @@ for n in $COUNTS; do
     "$(val "mem.agtd.$n.start_s")/$(val "mem.agtd.$n.cleanup_s")" \
     "$(val "mem.bwrap.$n.start_s")/$(val "mem.bwrap.$n.cleanup_s")" "" ""
 done
+fi
 echo
 echo "agtd RSS at the end: $AGTD_RSS_END KiB; left behind: $LEFT_JAILS jails, $LEFT_PROCS processes, $LEFT_MOUNTS mounts"
-echo "latency phase wall time: $(val lat.wall_s) s"
+want latency && echo "latency phase wall time: $(val lat.wall_s) s"
 [ "$LEFT_JAILS" = 0 ] && [ "$LEFT_PROCS" = 0 ] && [ "$LEFT_MOUNTS" = 0 ] || die "the benchmark left things behind"
 
 # 3. The egress proxy against a direct connection (bench/proxy.sh).
-BUILD=$BUILD bash "$SRCDIR/bench/proxy.sh"
+! want proxy || BUILD=$BUILD bash "$SRCDIR/bench/proxy.sh"
 
 # 4. agt over SSH: `agt jail ls` against `ssh HOST true`, and a request over an open
 #    connection (bench/ssh.sh).
-BUILD=$BUILD bash "$SRCDIR/bench/ssh.sh"
+! want ssh || BUILD=$BUILD bash "$SRCDIR/bench/ssh.sh"
 
 # 5. Scale: 1000 idle jails and `agt jail ls` among them, then 100 starts at once from 16
 #    clients (bench/scale.sh).
-BUILD=$BUILD bash "$SRCDIR/bench/scale.sh"
+! want scale || BUILD=$BUILD bash "$SRCDIR/bench/scale.sh"
 
 # 6. Where an idle jail's memory goes: one part at a time (bench/memparts.sh).
-BUILD=$BUILD bash "$SRCDIR/bench/memparts.sh"
+! want memparts || BUILD=$BUILD bash "$SRCDIR/bench/memparts.sh"
