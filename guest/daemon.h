@@ -70,6 +70,7 @@ struct agtd_s {
   time_t started;
   int keeper_fd;       /* the keeper program, a sealed memfd (jail_keep.h) */
   void *spawner_stack; /* the stack a jail's keeper is spawned on */
+  int init_fd;         /* agt-init, a jail's pid 1 once its agent runs (jail_setup.h) */
   /* Held for agtd's life: one agtd per state directory and per socket (serve.c). */
   int state_lock_fd, socket_lock_fd;
 };

@@ -25,6 +25,7 @@
 #include "jail_keep.h"
 #include "jail_run.h"
 #include "jail_seccomp.h"
+#include "jail_setup.h"
 #include "jail_warm.h"
 #include "log.h"
 #include "netns_pool.h"
@@ -147,6 +148,7 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
   d->started = time(NULL);
   d->state_lock_fd = d->socket_lock_fd = -1;
   d->keeper_fd = -1;
+  d->init_fd = -1;
   d->jails_dir = xasprintf("%s/jails", cfg->state_dir);
   d->rootfs_dir = xasprintf("%s/rootfs", cfg->state_dir);
   d->workspaces_dir = xasprintf("%s/workspaces", cfg->state_dir);
@@ -194,6 +196,10 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
   if (agt_netns_pool_init(d->netns, loop, cfg->netns_pool, err) < 0)
     return agt_error_wrap(err, "network namespace pool");
   if (agt_keep_init(d, err) < 0)
+    return -1;
+  /* executable by the jail's user, not readable: an init that execs it stays non-dumpable */
+  d->init_fd = agt_memfd_program("agt-init", agt_init_blob, agt_init_blob_end, 0111, err);
+  if (d->init_fd < 0)
     return -1;
   if (agt_jail_load_all(d, agt_jail_find_again, err) < 0)
     return -1;
@@ -264,6 +270,8 @@ void agtd_release(agtd_t *d)
   free(d->prio);
   if (d->keeper_fd >= 0)
     close(d->keeper_fd);
+  if (d->init_fd >= 0)
+    close(d->init_fd);
   if (d->spawner_stack)
     munmap(d->spawner_stack, 256u * 1024);
   agtd_rootfs_changed(d);

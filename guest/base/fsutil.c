@@ -6,7 +6,9 @@
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -194,4 +196,40 @@ int agt_write_str(const char *path, const char *s, agt_error_t *err)
   if (write(fd, s, n) != (ssize_t)n)
     return agt_error_make(err, errno, "write '%s' to '%s'", s, path);
   return 0;
+}
+
+int agt_memfd_program(const char *name, const char *start, const char *end, mode_t mode,
+                      agt_error_t *err)
+{
+  size_t len = (size_t)(end - start), off = 0;
+  int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+  if (fd < 0)
+    return agt_error_make(err, errno, "memfd_create for %s", name);
+  while (off < len) {
+    ssize_t n = write(fd, start + off, len - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      agt_error_make(err, errno, "write %s", name);
+      close(fd);
+      return -1;
+    }
+    off += (size_t)n;
+  }
+  if (fchmod(fd, mode) < 0 ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
+    agt_error_make(err, errno, "seal %s", name);
+    close(fd);
+    return -1;
+  }
+  /* agtd reads the program no more: its pages of agtd's binary need not stay in memory */
+  {
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)start + pg - 1) & ~(pg - 1);
+    uintptr_t b = (uintptr_t)end & ~(pg - 1);
+    if (b > a)
+      madvise((void *)a, b - a, MADV_DONTNEED);
+  }
+  return fd;
 }

@@ -25,5 +25,9 @@ int agt_write_file_atomic(const char *path, const void *data, size_t len, mode_t
 int agt_read_file(const char *path, size_t max, char **out, size_t *outlen, agt_error_t *err);
 /* Write a string to an existing file (sysfs/cgroupfs style: open O_WRONLY, one write). */
 int agt_write_str(const char *path, const char *s, agt_error_t *err);
+/* A program embedded in agtd (start up to end) as a sealed memfd (close-on-exec) of the given
+ * mode, to run with execveat; agtd's own pages of it are dropped.  The fd, or -1. */
+int agt_memfd_program(const char *name, const char *start, const char *end, mode_t mode,
+                      agt_error_t *err);
 
 #endif

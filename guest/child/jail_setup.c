@@ -589,7 +589,7 @@ static void forward_signal(int sig)
 
 __attribute__((noreturn)) static void run_init(pid_t agent)
 {
-  static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+  static const int forwarded[] = {AGT_INIT_FORWARDED};
   struct sigaction sa;
   sigset_t none;
 
@@ -614,6 +614,42 @@ __attribute__((noreturn)) static void run_init(pid_t agent)
       _exit(128 + WTERMSIG(st));
     }
   }
+}
+
+/* The init from here on is agt-init (init.c), a program of a few pages: this process's
+ * memory, a copy of agtd's, goes.  The signals it forwards are held (blocked) across the exec
+ * until it has its handlers.  Should the exec fail, this process goes on as the init. */
+__attribute__((noreturn)) static void become_small_init(pid_t agent, const char *name)
+{
+  static const int forwarded[] = {AGT_INIT_FORWARDED};
+  char num[16], *argv[3];
+  char *envp[1] = {NULL};
+  sigset_t held;
+  int n = 0;
+
+  if (fcntl(AGT_CHILD_INIT_FD, F_GETFD) < 0)
+    run_init(agent);
+  /* the pid in decimal, without stdio */
+  {
+    char rev[16];
+    unsigned v = (unsigned)agent;
+    do
+      rev[n++] = (char)('0' + v % 10);
+    while ((v /= 10) && n < (int)sizeof rev);
+    for (int i = 0; i < n; i++)
+      num[i] = rev[n - 1 - i];
+    num[n] = '\0';
+  }
+  argv[0] = (char *)(uintptr_t)name;
+  argv[1] = num;
+  argv[2] = NULL;
+  sigemptyset(&held);
+  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+    sigaddset(&held, forwarded[i]);
+  sigprocmask(SIG_BLOCK, &held, NULL);
+  syscall(SYS_execveat, AGT_CHILD_INIT_FD, "", argv, envp, AT_EMPTY_PATH);
+  close(AGT_CHILD_INIT_FD);
+  run_init(agent);
 }
 
 __attribute__((noreturn)) static void exec_agent(const struct agt_spawn_plan *p)
@@ -678,6 +714,9 @@ __attribute__((noreturn)) static void exec_agent(const struct agt_spawn_plan *p)
 static void tidy_fds(const struct agt_spawn_plan *p)
 {
   int tmp[AGT_CHILD_NFDS];
+  /* agt-init's program, out of the way of the numbers below first (without it the init
+   * stays as it is: nothing fails) */
+  int init = p->init_fd < 0 ? -1 : fcntl(p->init_fd, F_DUPFD_CLOEXEC, AGT_CHILD_FIRST_FREE);
 
   for (int i = 0; i < AGT_CHILD_NFDS; i++) {
     tmp[i] = -1;
@@ -693,6 +732,8 @@ static void tidy_fds(const struct agt_spawn_plan *p)
     else if (dup3(tmp[i], AGT_CHILD_SYNC_FD + i, O_CLOEXEC) < 0)
       _exit(126);
   }
+  if (init < 0 || dup3(init, AGT_CHILD_INIT_FD, O_CLOEXEC) < 0)
+    close(AGT_CHILD_INIT_FD);
   syscall(SYS_close_range, AGT_CHILD_FIRST_FREE, ~0U, 0);
 }
 
@@ -806,7 +847,7 @@ __attribute__((noreturn)) static void confine_and_run(const struct agt_spawn_pla
   if (realtime)
     set_policy(0, SCHED_OTHER, 0);
   munmap(stack, stack_size);
-  run_init(pid);
+  become_small_init(pid, exec_command ? "agt-exec" : "agt-init");
 }
 
 __attribute__((noreturn)) static void finish_start(const struct agt_spawn_plan *p);

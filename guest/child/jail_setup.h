@@ -20,9 +20,13 @@ enum {
   AGT_CHILD_ERR_FD = 6,     /* write: the agent's stderr */
   AGT_CHILD_NETNS_FD = 7,   /* a ready network namespace from the pool, if any */
   AGT_CHILD_CONSOLE_FD = 8, /* a socket to send the pty master on, for a jail on a terminal */
-  AGT_CHILD_FIRST_FREE = 9,
+  AGT_CHILD_INIT_FD = 9,    /* the program agt-init (init.c), or closed: the init stays as is */
+  AGT_CHILD_FIRST_FREE = 10,
   AGT_CHILD_NFDS = 6,
 };
+
+/* The signals a jail's init forwards to its agent (agt-init, and the init before its exec). */
+#define AGT_INIT_FORWARDED SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH
 
 /* The priorities of a realtime start, agtd's loop above the jail's init above its agent
  * (start_prio.h). */
@@ -103,7 +107,14 @@ struct agt_spawn_plan {
    * then clone3 makes the network namespace or the jail shares the guest's), console (or -1:
    * no terminal). */
   int fds[AGT_CHILD_NFDS];
+  /* agt-init (init.c), a sealed memfd its user may execute and not read: once the agent
+   * runs, the init execs it, and drops its copy of agtd.  -1: the init stays a copy. */
+  int init_fd;
 };
+
+/* agt-init's static binary, linked into agtd (init_blob.S, made by meson). */
+extern const char agt_init_blob[];
+extern const char agt_init_blob_end[];
 
 /* agtd's argv strings (argv[0] up to the end of the last one), blanked in each jail's init. */
 void agt_jail_set_title_area(char *start, size_t len);

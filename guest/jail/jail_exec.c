@@ -437,6 +437,7 @@ int agt_jail_exec(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, jso
   }
   memset(&plan, 0, sizeof plan);
   plan.landlock_fd = -1;
+  plan.init_fd = j->d->init_fd;
   plan.cwd = "/work";
   plan.path = "/usr/local/bin:/usr/bin:/bin";
   for (i = 0; env[i]; i++)

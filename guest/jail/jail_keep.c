@@ -20,6 +20,7 @@
 
 #include "cleanup.h"
 #include "daemon.h"
+#include "fsutil.h"
 #include "jail.h"
 #include "jail_setup.h"
 #include "log.h"
@@ -36,39 +37,13 @@ extern const char agt_keeper_blob_end[];
 
 int agt_keep_init(struct agtd_s *d, agt_error_t *err)
 {
-  size_t len = (size_t)(agt_keeper_blob_end - agt_keeper_blob), off = 0;
-  int fd = memfd_create("agt-keeper", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  int fd = agt_memfd_program("agt-keeper", agt_keeper_blob, agt_keeper_blob_end, 0500, err);
 
   if (fd < 0)
-    return agt_error_make(err, errno, "memfd_create for the keeper");
-  while (off < len) {
-    ssize_t n = write(fd, agt_keeper_blob + off, len - off);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      agt_error_make(err, errno, "write the keeper");
-      close(fd);
-      return -1;
-    }
-    off += (size_t)n;
-  }
-  if (fchmod(fd, 0500) < 0 ||
-      fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
-    agt_error_make(err, errno, "seal the keeper");
-    close(fd);
     return -1;
-  }
   d->keeper_fd = fd;
   d->spawner_stack = mmap(NULL, SPAWNER_STACK, PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  /* agtd reads the program no more: its pages of agtd's binary need not stay in memory */
-  {
-    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t a = ((uintptr_t)agt_keeper_blob + pg - 1) & ~(pg - 1);
-    uintptr_t b = (uintptr_t)agt_keeper_blob_end & ~(pg - 1);
-    if (b > a)
-      madvise((void *)a, b - a, MADV_DONTNEED);
-  }
   if (d->spawner_stack == MAP_FAILED) {
     d->spawner_stack = NULL;
     return agt_error_make(err, errno, "map the spawner's stack");

@@ -154,6 +154,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
 
   memset(&plan, 0, sizeof plan);
   plan.landlock_fd = -1;
+  plan.init_fd = j->d->init_fd;
   plan.hostname = j->rec.name;
   agt_jail_overlay_opts(j->d, j->rec.layer_paths, j->rec.rootfs_path, j->rec.dir, plan.overlay_opts,
                         sizeof plan.overlay_opts);

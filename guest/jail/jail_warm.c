@@ -234,6 +234,7 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
 
   memset(&plan, 0, sizeof plan);
   plan.landlock_fd = -1;
+  plan.init_fd = d->init_fd;
   plan.warm = 1;
   plan.realtime = d->prio->enabled;
   agt_jail_overlay_opts(d, NULL, d->warm->rootfs_path, w->dir, plan.overlay_opts,

@@ -43,6 +43,20 @@ sleep 0.3
 out=$(ctl jail stop c 10000)
 like "stop delivers SIGTERM to the agent" "$out" "exit code 0"
 
+# Once the agent runs, the jail's pid 1 is agt-init (guest/child/init.c), a static program of
+# a few pages, not the copy of agtd that set the jail up: it forwards signals the same way.
+ctl jail run --name i --rootfs "$R" -- probe sleep 100 >/dev/null
+ipid=$(ctl --json jail inspect i | grep -o '"pid": [0-9]*' | grep -o '[0-9]*$')
+check "the init becomes agt-init once its agent runs" \
+  wait_until 10 sh -c "readlink /proc/$ipid/exe | grep -q '^/memfd:agt-init'"
+is "the init's name is agt-init" "$(cat "/proc/$ipid/comm")" agt-init
+maps=$(wc -l <"/proc/$ipid/maps")
+check "the init maps a few regions, not agtd's (${maps})" test "$maps" -lt 40
+is "the init stays non-dumpable (its /proc files are root's)" "$(stat -c %u "/proc/$ipid/maps")" 0
+ctl jail kill i 15 >/dev/null
+like "agt-init forwards SIGTERM to the agent" "$(ctl jail wait i)" "exit code 143"
+ctl jail rm i >/dev/null
+
 # kill
 ctl jail run --name d --rootfs "$R" -- probe sleep 100 >/dev/null
 ctl jail kill d 9 >/dev/null
