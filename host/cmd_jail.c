@@ -204,74 +204,57 @@ static int watch_jail(struct agt_ctx *c, const char *name, uint64_t from, int on
 
 /* run */
 
-/* The agent's variables: jail.env, then --env and --env-file. */
-struct run_env {
-  json_t *obj;
-  const char *flag; /* the first of --env or --env-file given, if any */
-};
-
 struct run_opts {
   struct agt_ctx *c;
-  json_t *params, *allow;
-  struct run_env env;
-  struct agt_jail_spec spec; /* the limits: jail.limits, then the flags */
-  const char *name, *rootfs, *workspace, *net, *keys;
-  int json, detach, tty, rm, yolo;
-  char *shown;      /* the workspace on this machine, for the run's first line */
-  json_t *add_dirs; /* --add-dir, as given */
-  json_t *tools;    /* --tool, as given */
-  int lockdown;
-  size_t env_config;  /* variables from jail.env */
-  json_t *mount_from; /* for each of params.mounts: where it was asked ("--add-dir", FILE:LINE) */
+  /* the options (the jail spec's): the config's (jail.limits, jail.env), then the flags' */
+  struct agt_run_opts run;
+  json_t *params; /* what the request carries beside them: argv, size, secrets */
+  int json, detach, rm, yolo;
+  char *shown;           /* the workspace on this machine, for the run's first line */
+  char *made;            /* what run's strings point at when agt made them: the name, the user */
+  char *user;            /* jail.home persistent: whose */
+  char *workspace;       /* the workspace as agtd sees it */
+  json_t *add_dirs;      /* --add-dir, as given ({path, writable}) */
+  json_t *tools;         /* --tool, as given */
+  size_t env_config;     /* variables from jail.env */
+  json_t *mount_from;    /* for each of run.mounts: where it was asked ("--add-dir", FILE:LINE) */
   json_t *profile_hosts; /* the agent profile's default hosts */
 };
 
-static int env_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err);
-static int net_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err);
-static int allow_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err);
-static int add_dir_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err);
+static int env_file_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err);
 static int tool_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err);
 
-#define DETACH_KEYS_HELP "keys that detach (jail.detach_keys: ctrl-],ctrl-])"
+/* What agt says of the detach keys' default. */
+#define DETACH_KEYS_NOTE " (" AGT_RUN_CONFIG(DETACH_KEYS) ": " AGT_RUN_DEFAULT(DETACH_KEYS) ")"
+#define RUN(ID, note) AGT_JAIL_RUN_OPT(ID, struct run_opts, run, note)
 
 static const struct agt_opt run_opts[] = {
-    AGT_OPT_STRING('n', "name", "NAME", struct run_opts, name, "the jail's name (AGENT-xxxxxx)"),
+    RUN(NAME, " (AGENT-xxxxxx)"),
     AGT_OPT_BOOL('d', "detach", struct run_opts, detach,
                  "start the jail and return, without attaching to it"),
-    AGT_OPT_SETINT('t', "tty", struct run_opts, tty, 1,
-                   "run on a terminal (the default when attached from one)"),
-    AGT_OPT_SETINT(0, "no-tty", struct run_opts, tty, 0, "run without a terminal"),
-    AGT_OPT_CALLBACK(0, "net", "MODE", struct run_opts, net, net_opt, 0,
-                     "network: none, allow (through agtd's proxy) or open (agents.AGENT.net)"),
-    AGT_OPT_CALLBACK(
-        0, "allow", "HOST[:PORT]", struct run_opts, allow, allow_opt, 0,
-        "let the jail reach HOST, or *.SUFFIX (repeatable; added to agents.AGENT.allow)"),
-    AGT_OPT_STRING(0, "detach-keys", "KEYS", struct run_opts, keys, DETACH_KEYS_HELP),
-    AGT_OPT_STRING('r', "rootfs", "REF", struct run_opts, rootfs,
-                   "rootfs id, id prefix or manifest name (jail.rootfs: default)"),
-    AGT_OPT_STRING('w', "workspace", "DIR", struct run_opts, workspace,
-                   "bound at /work (the current directory inside a writable mount; else a new "
-                   "one)"),
-    AGT_OPT_CALLBACK('e', "env", "NAME[=VALUE]", struct run_opts, env, env_opt, 0,
-                     "a variable for the agent (repeatable; jail.env); NAME alone takes agt's own "
-                     "value of it. A VALUE here shows in this host's process list: pass secrets "
-                     "by NAME or --env-file"),
-    AGT_OPT_CALLBACK(0, "env-file", "FILE", struct run_opts, env, env_opt, 1,
+    RUN(TTY, " (the default when attached from one)"),
+    AGT_OPT_SETINT(0, "no-tty", struct run_opts, run.tty, 0, "run without a terminal"),
+    RUN(NET, " (" AGT_RUN_CONFIG(NET) ")"),
+    RUN(ALLOW, " (repeatable; added to " AGT_RUN_CONFIG(ALLOW) ")"),
+    RUN(DETACH_KEYS, DETACH_KEYS_NOTE),
+    RUN(ROOTFS, " (" AGT_RUN_CONFIG(ROOTFS) ": " AGT_RUN_DEFAULT(ROOTFS) ")"),
+    RUN(WORKSPACE, " (the current directory inside a writable mount; else a new one)"),
+    RUN(ENV, " (repeatable; " AGT_RUN_CONFIG(ENV) "); NAME alone takes agt's own value of it. A "
+                                                  "VALUE here shows in this host's process list: "
+                                                  "pass secrets by NAME or --env-file"),
+    AGT_OPT_CALLBACK(0, "env-file", "FILE", struct run_opts, run.env, env_file_opt, 0,
                      "variables for the agent from FILE: NAME=VALUE lines, # comments "
                      "(repeatable; the last value given for a name wins)"),
-    AGT_JAIL_LIMIT_OPTS_CONFIG(struct run_opts, spec),
+    AGT_JAIL_LIMIT_OPTS_CONFIG(struct run_opts, run.limits),
     AGT_OPT_BOOL(0, "rm", struct run_opts, rm,
                  "remove the jail when it exits (agt waits for it: not with -d)"),
-    AGT_OPT_CALLBACK(0, "add-dir", "PATH[:rw]", struct run_opts, add_dirs, add_dir_opt, 0,
-                     "bind a directory or file into the jail at the same path, read-only unless "
-                     ":rw (repeatable; added to jail.mounts)"),
+    AGT_JAIL_RUN_OPT_AS(MOUNTS, 0, "add-dir", struct run_opts, add_dirs,
+                        " (repeatable; added to " AGT_RUN_CONFIG(MOUNTS) ")"),
     AGT_OPT_CALLBACK(0, "tool", "NAME", struct run_opts, tools, tool_opt, 0,
                      "copy a guest program into the jail with its libraries: a name on the "
                      "guest's PATH or an absolute path (repeatable; added to jail.tools)"),
-    AGT_OPT_BOOL(0, "lockdown", struct run_opts, lockdown,
-                 "for an untrusted repository: a throwaway home staged from the profile's "
-                 "clean copy (clean_home), no variables, no mounts, network only to the "
-                 "agent's default hosts"),
+    RUN(LOCKDOWN, " staged from the profile's clean copy (clean_home), no variables, no mounts, "
+                  "network only to the agent's default hosts"),
     AGT_OPT_BOOL(0, "yolo", struct run_opts, yolo,
                  "add the flags of the agent's profile that skip its own permission prompts "
                  "(skip_permissions; never by default)"),
@@ -291,7 +274,7 @@ static const struct agt_cmd_help create_help = {
     "Create a jail as 'agt jail run' would, without starting it ('agt jail start' does).",
     run_opts};
 
-/* One variable for the agent (ctx: the env object); a later one of the same name replaces
+/* One variable of an env file (ctx: the env object); a later one of the same name replaces
  * it. */
 static int put_env(void *ctx, const char *name, const char *value, agt_error_t *err)
 {
@@ -303,67 +286,14 @@ static int put_env(void *ctx, const char *name, const char *value, agt_error_t *
   return 0;
 }
 
-/* NAME=VALUE, or NAME: its value in agt's own environment.  `what` says where the setting
- * comes from in errors ("--env", "jail.env (FILE:LINE:COL)"); they show the name, never
- * the value. */
-static int set_env(json_t *env, const char *what, const char *spec, agt_error_t *err)
+/* --env-file FILE (agt's alone: --env is the jail spec's). */
+static int env_file_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
 {
-  const char *eq = strchr(spec, '=');
-  cleanup_free char *name = xstrndup(spec, eq ? (size_t)(eq - spec) : strlen(spec));
-  const char *value;
+  struct agt_run_env *e = field;
 
-  if (agt_env_name_check(what, name, err) < 0)
-    return -1;
-  value = eq ? eq + 1 : getenv(name);
-  if (value == NULL)
-    return agt_error_kind(err, AGT_E_INVALID,
-                          "%s: %s is not set in agt's environment (export it before running "
-                          "agt, or put it in an --env-file)",
-                          what, name);
-  if (put_env(env, name, value, err) < 0)
-    return agt_error_wrap(err, "%s", what);
-  return 0;
-}
-
-/* --env NAME[=VALUE] (o->val 0) or --env-file FILE (1). */
-static int env_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
-{
-  struct run_env *e = field;
-
-  e->flag = e->flag ? e->flag : o->val ? "--env-file" : "--env";
-  if (o->val == 0)
-    return set_env(e->obj, "--env", arg, err);
+  e->flag = e->flag ? e->flag : o->name;
   if (agt_envfile_read(arg, put_env, e->obj, err) < 0)
     return agt_error_wrap(err, "--env-file");
-  return 0;
-}
-
-static int net_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
-{
-  (void)o;
-  if (strcmp(arg, "none") && strcmp(arg, "allow") && strcmp(arg, "open"))
-    return agt_error_kind(err, AGT_E_INVALID, "--net takes none, allow or open, not '%s'", arg);
-  *(const char **)field = arg;
-  return 0;
-}
-
-static int allow_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
-{
-  (void)o;
-  if (*arg == '\0' || strchr(arg, '/'))
-    return agt_error_kind(err, AGT_E_INVALID,
-                          "--allow takes HOST[:PORT] (a name, *.suffix or an address), not '%s'",
-                          arg);
-  json_array_append_new(*(json_t **)field, json_string(arg));
-  return 0;
-}
-
-static int add_dir_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
-{
-  (void)o;
-  if (*arg == '\0')
-    return agt_error_kind(err, AGT_E_INVALID, "--add-dir takes a PATH");
-  json_array_append_new(*(json_t **)field, json_string(arg));
   return 0;
 }
 
@@ -384,22 +314,17 @@ static int tool_opt(const struct agt_opt *o, void *field, const char *arg, agt_e
 static void network_params(struct run_opts *o, const char *agent)
 {
   const struct agt_cfg_agent *a = agt_config_agent(&o->c->cfg, agent);
-  const char *mode = o->net ? o->net : a ? a->net.text : NULL;
-  json_t *net = json_object(), *allow = json_array(), *v;
+  json_t *allow = json_array(), *v;
   size_t i;
 
+  if (o->run.net == NULL && a)
+    o->run.net = a->net.text;
   json_array_foreach(o->profile_hosts, i, v) json_array_append(allow, v);
   for (i = 0; a && i < a->nallow; i++)
     json_array_append_new(allow, json_string(a->allow[i].text));
-  json_array_foreach(o->allow, i, v) json_array_append(allow, v);
-  if (mode)
-    json_object_set_new(net, "mode", json_string(mode));
-  if (json_array_size(allow))
-    json_object_set(net, "allow", allow);
-  if (json_object_size(net))
-    json_object_set(o->params, "network", net);
-  json_decref(allow);
-  json_decref(net);
+  json_array_extend(allow, o->run.allow);
+  json_decref(o->run.allow);
+  o->run.allow = allow;
 }
 
 /* The mount (vm.mounts) holding a host directory, the last one given winning; NULL when the
@@ -507,31 +432,30 @@ static int pick_workspace(struct run_opts *o, agt_error_t *err)
 {
   struct agt_ctx *c = o->c;
   const struct agt_cfg_mount *m;
-  cleanup_free char *real = NULL, *guest = NULL, *advice = NULL, *where = NULL;
-  const char *what = o->workspace ? "--workspace" : "the current directory";
+  cleanup_free char *real = NULL, *advice = NULL, *where = NULL;
+  const char *ws = o->run.workspace;
+  const char *what = ws ? "--workspace" : "the current directory";
   char cwd[4096];
 
   if (c->target.kind == AGT_TARGET_SSH) {
-    if (o->workspace == NULL)
+    if (ws == NULL)
       return 0; /* the host cannot see this machine's files: agtd makes one */
-    if (o->workspace[0] != '/')
+    if (ws[0] != '/')
       return agt_error_kind(err, AGT_E_INVALID,
-                            "--workspace '%s': give the absolute path on the target host",
-                            o->workspace);
-    json_object_set_new(o->params, "workspace", json_string(o->workspace));
-    o->shown = xstrdup(o->workspace);
+                            "--workspace '%s': give the absolute path on the target host", ws);
+    o->shown = xstrdup(ws);
     return 0;
   }
-  if (o->workspace == NULL && getcwd(cwd, sizeof cwd) == NULL)
+  if (ws == NULL && getcwd(cwd, sizeof cwd) == NULL)
     return agt_error_make(err, errno, "the current directory");
-  real = realpath(o->workspace ? o->workspace : cwd, NULL);
+  real = realpath(ws ? ws : cwd, NULL);
   if (real == NULL)
-    return agt_error_make(err, errno, "%s '%s'", what, o->workspace ? o->workspace : cwd);
+    return agt_error_make(err, errno, "%s '%s'", what, ws ? ws : cwd);
   if (c->target.kind == AGT_TARGET_LOCAL) {
     if (local_visible(c, what, real, err) < 0)
       return -1;
-    json_object_set_new(o->params, "workspace", json_string(real));
     o->shown = steal_pointer(&real);
+    o->run.workspace = o->shown;
     return 0;
   }
   m = mount_of(&c->cfg, real);
@@ -557,8 +481,8 @@ static int pick_workspace(struct run_opts *o, agt_error_t *err)
         "%s '%s' is in a mount the VM has read-only (%s in vm.mounts): set 'writable: "
         "true' there, then 'agt delete && agt up'",
         what, real, where);
-  guest = guest_path(m, real);
-  json_object_set_new(o->params, "workspace", json_string(guest));
+  o->workspace = guest_path(m, real);
+  o->run.workspace = o->workspace;
   o->shown = steal_pointer(&real);
   return 0;
 }
@@ -606,7 +530,7 @@ static int mount_guest_path(struct run_opts *o, const char *what, const char *pa
   return 0;
 }
 
-/* params.mounts from jail.mounts, then --add-dir; mount_from says where each came from, so
+/* run.mounts from jail.mounts, then --add-dir; mount_from says where each came from, so
  * that agtd's "mounts[N]: ..." can name the config line or the flag. */
 static int mount_params(struct run_opts *o, agt_error_t *err)
 {
@@ -630,10 +554,8 @@ static int mount_params(struct run_opts *o, agt_error_t *err)
   }
   json_array_foreach(o->add_dirs, i, v)
   {
-    const char *arg = json_string_value(v);
-    size_t n = strlen(arg);
-    int rw = n > 3 && strcmp(arg + n - 3, ":rw") == 0;
-    cleanup_free char *path = xstrndup(arg, rw ? n - 3 : n);
+    const char *path = json_string_value(json_object_get(v, "path"));
+    int rw = json_is_true(json_object_get(v, "writable"));
     char *guest = NULL;
     if (mount_guest_path(o, "--add-dir", path, rw, &guest, err) < 0) {
       json_decref(mounts);
@@ -643,9 +565,8 @@ static int mount_params(struct run_opts *o, agt_error_t *err)
     json_array_append_new(o->mount_from, json_string("--add-dir"));
     free(guest);
   }
-  if (json_array_size(mounts))
-    json_object_set(o->params, "mounts", mounts);
-  json_decref(mounts);
+  json_decref(o->run.mounts);
+  o->run.mounts = mounts;
   return 0;
 }
 
@@ -677,25 +598,25 @@ static int lockdown_params(struct run_opts *o, const struct agt_profile *p, agt_
 {
   const char *agent = p->name;
   const struct agt_cfg_agent *a = agt_config_agent(&o->c->cfg, agent);
-  json_t *net, *allow = json_array();
+  json_t *allow = json_array();
   size_t left = 0;
 
-  if (o->env.flag)
+  if (o->run.env.flag)
     return agt_error_kind(err, AGT_E_INVALID,
-                          "%s with --lockdown: a lockdown jail gets no variables (no secrets)",
-                          o->env.flag);
+                          "--%s with --lockdown: a lockdown jail gets no variables (no secrets)",
+                          o->run.env.flag);
   if (json_array_size(o->add_dirs))
     return agt_error_kind(err, AGT_E_INVALID,
                           "--add-dir with --lockdown: a lockdown jail gets no mounts");
-  if (json_array_size(o->allow))
+  if (json_array_size(o->run.allow))
     return agt_error_kind(err, AGT_E_INVALID,
                           "--allow with --lockdown: a lockdown jail reaches only the agent's "
                           "default hosts");
-  if (o->net && strcmp(o->net, "open") == 0)
+  if (o->run.net && strcmp(o->run.net, "open") == 0)
     return agt_error_kind(err, AGT_E_INVALID,
                           "--net open with --lockdown: a lockdown jail reaches only the agent's "
                           "default hosts");
-  json_object_clear(o->env.obj);
+  json_object_clear(o->run.env.obj);
   json_array_extend(allow, o->profile_hosts); /* the agent's provider, from its profile */
   if (o->env_config)
     agt_note(o->c, "lockdown: the %zu variable%s of jail.env not passed", o->env_config,
@@ -712,10 +633,9 @@ static int lockdown_params(struct run_opts *o, const struct agt_profile *p, agt_
   if (left)
     agt_note(o->c, "lockdown: %zu host%s of agents.%s.allow from the config not allowed", left,
              left == 1 ? "" : "s", agent);
-  net = json_pack("{s:s, s:o}", "mode", o->net && strcmp(o->net, "none") == 0 ? "none" : "allow",
-                  "allow", allow);
-  json_object_set_new(o->params, "network", net);
-  json_object_set_new(o->params, "lockdown", json_true());
+  o->run.net = o->run.net && strcmp(o->run.net, "none") == 0 ? "none" : "allow";
+  json_decref(o->run.allow);
+  o->run.allow = allow;
   if (p->nclean_home) {
     json_t *files = json_array();
     for (size_t i = 0; i < p->nclean_home; i++)
@@ -749,17 +669,17 @@ static int from_config(struct run_opts *o, agt_error_t *err)
   for (int k = 0; k < AGT_SPEC_N; k++) {
     const char *v = agt_config_get(&o->c->cfg, AGT_CFG_JAIL_LIMIT(k));
     if (v)
-      agt_jail_spec_set(&o->spec, (enum agt_spec_id)k, v, agt_jail_spec_keys[k].config,
+      agt_jail_spec_set(&o->run.limits, (enum agt_spec_id)k, v, agt_jail_spec_keys[k].config,
                         NULL); /* checked when the config loaded */
   }
   for (size_t i = 0; i < o->c->cfg.nenv; i++) {
     const struct agt_cfg_item *e = &o->c->cfg.env[i];
     cleanup_free char *where = agt_cfg_origin_str(&e->origin);
-    cleanup_free char *what = xasprintf("jail.env (%s)", where);
-    if (set_env(o->env.obj, what, e->text, err) < 0)
+    cleanup_free char *what = xasprintf("%s (%s)", AGT_RUN_CONFIG(ENV), where);
+    if (agt_jail_run_env_put(&o->run.env, what, e->text, err) < 0)
       return -1;
   }
-  o->env_config = json_object_size(o->env.obj);
+  o->env_config = json_object_size(o->run.env.obj);
   return 0;
 }
 
@@ -866,10 +786,8 @@ static int profile_params(struct run_opts *o, const struct agt_profile_set *set,
     n += k;
   }
   if (n) {
-    json_t *names = json_array();
     for (size_t i = 0; i < n; i++)
-      json_array_append_new(names, json_string(l[i].name));
-    json_object_set_new(o->params, "layers", names);
+      json_array_append_new(o->run.layers, json_string(l[i].name));
     if (agt_layers_build(&o->c->target, l, n, NULL, say_building, o->c, &built, err) < 0) {
       agt_tools_error(cfg->tools, cfg->ntools, err);
       goto out;
@@ -878,16 +796,16 @@ static int profile_params(struct run_opts *o, const struct agt_profile_set *set,
   for (char **e = p->set_env; e && *e; e++) {
     const char *eq = strchr(*e, '=');
     cleanup_free char *name = xstrndup(*e, (size_t)(eq - *e));
-    if (!json_object_get(o->env.obj, name))
-      json_object_set_new(o->env.obj, name, json_string(eq + 1));
+    if (!json_object_get(o->run.env.obj, name))
+      json_object_set_new(o->run.env.obj, name, json_string(eq + 1));
   }
-  if (!o->lockdown && p->base_url_env && getenv(p->base_url_env) &&
-      !json_object_get(o->env.obj, p->base_url_env))
-    json_object_set_new(o->env.obj, p->base_url_env, json_string(getenv(p->base_url_env)));
-  if (p->key_env && !o->lockdown) { /* a lockdown jail gets no secrets */
-    if (getenv(p->key_env) && !json_object_get(o->env.obj, p->key_env))
-      json_object_set_new(o->env.obj, p->key_env, json_string(getenv(p->key_env)));
-    if (json_object_get(o->env.obj, p->key_env))
+  if (!o->run.lockdown && p->base_url_env && getenv(p->base_url_env) &&
+      !json_object_get(o->run.env.obj, p->base_url_env))
+    json_object_set_new(o->run.env.obj, p->base_url_env, json_string(getenv(p->base_url_env)));
+  if (p->key_env && !o->run.lockdown) { /* a lockdown jail gets no secrets */
+    if (getenv(p->key_env) && !json_object_get(o->run.env.obj, p->key_env))
+      json_object_set_new(o->run.env.obj, p->key_env, json_string(getenv(p->key_env)));
+    if (json_object_get(o->run.env.obj, p->key_env))
       json_object_set_new(o->params, "secrets", json_pack("[s]", p->key_env));
   }
   if (!replace) {
@@ -916,8 +834,8 @@ out:
 static void say_policy(struct run_opts *o, const char *agent, json_t *res)
 {
   struct agt_ctx *c = o->c;
-  json_t *net = json_object_get(o->params, "network"), *allow = json_object_get(net, "allow"), *h;
-  const char *mode = json_string_value(json_object_get(net, "mode"));
+  json_t *allow = o->run.allow, *h;
+  const char *mode = o->run.net;
   const char *name = str(res, "name");
   size_t i;
 
@@ -930,7 +848,7 @@ static void say_policy(struct run_opts *o, const char *agent, json_t *res)
             str(res, "workspace"),
             c->target.kind == AGT_TARGET_SSH ? " (the target host cannot see this machine's files)"
                                              : "");
-  mode = mode ? mode : "allow"; /* agtd's default */
+  mode = mode ? mode : AGT_RUN_DEFAULT(NET); /* agtd's */
   if (strcmp(mode, "none") == 0) {
     fprintf(stderr, "agt: network: none (loopback only)\n");
     return;
@@ -961,13 +879,13 @@ static void say_binds(struct run_opts *o, const char *name)
 
   if (o->c->quiet)
     return;
-  if (o->lockdown)
+  if (o->run.lockdown)
     fprintf(stderr,
             "agt: jail %s: lockdown: a throwaway home (%zu file%s of the profile's clean_home), no "
             "variables, no mounts\n",
             name, json_array_size(json_object_get(o->params, "home_files")),
             json_array_size(json_object_get(o->params, "home_files")) == 1 ? "" : "s");
-  json_array_foreach(json_object_get(o->params, "mounts"), i, m)
+  json_array_foreach(o->run.mounts, i, m)
   {
     fprintf(stderr, "agt: jail %s: %s at the same path, %s (%s)\n", name, str(m, "path"),
             json_is_true(json_object_get(m, "writable")) ? "writable" : "read-only",
@@ -1029,9 +947,6 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
 {
   struct run_opts o = {.c = c,
                        .params = json_object(),
-                       .allow = json_array(),
-                       .env = {json_object(), NULL},
-                       .tty = -1,
                        .add_dirs = json_array(),
                        .tools = json_array(),
                        .mount_from = json_array(),
@@ -1040,11 +955,12 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
   struct agt_detach_keys keys;
   struct agt_profile_set set = {NULL, 0};
   const struct agt_profile *prof = NULL;
-  json_t *res = NULL, *limits, *args = json_array(), *v;
+  json_t *res = NULL, *args = json_array(), *v;
   int i, r = -1, interactive, tty, named = 0;
   size_t k;
 
-  agt_jail_spec_init(&o.spec);
+  agt_jail_run_init(&o.run);
+  o.run.env.from = "agt's environment (export it before running agt, or put it in an --env-file)";
   if (from_config(&o, err) < 0)
     goto out;
   i = agt_cmd_opts(argc, argv, create ? &create_help : &run_help, NULL, &o, err);
@@ -1086,22 +1002,14 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
   }
   for (char **h = prof->hosts; h && *h; h++)
     json_array_append_new(o.profile_hosts, json_string(*h));
-  json_object_set_new(o.params, "agent", json_string(agent));
-  if (o.name) {
-    json_object_set_new(o.params, "name", json_string(o.name));
-  } else {
-    cleanup_free char *name = random_name(agent);
-    json_object_set_new(o.params, "name", json_string(name));
-  }
-  json_object_set_new(
-      o.params, "rootfs",
-      json_string(o.rootfs ? o.rootfs : agt_config_get(&c->cfg, AGT_CFG_JAIL_ROOTFS)));
+  o.run.agent = agent;
+  if (o.run.name == NULL)
+    o.run.name = o.made = random_name(agent);
+  if (o.run.rootfs == NULL)
+    o.run.rootfs = agt_config_get(&c->cfg, AGT_CFG_JAIL_ROOTFS);
   for (; i < argc; i++)
     json_array_append_new(args, json_string(argv[i]));
-  limits = agt_jail_spec_to_json(&o.spec, 0);
-  if (limits)
-    json_object_set_new(o.params, "limits", limits);
-  if (o.lockdown) {
+  if (o.run.lockdown) {
     if (lockdown_params(&o, prof, err) < 0)
       goto out;
   } else {
@@ -1109,25 +1017,22 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
     if (mount_params(&o, err) < 0)
       goto out;
     if (strcmp(agt_config_get(&c->cfg, AGT_CFG_JAIL_HOME), "persistent") == 0) {
-      cleanup_free char *user = agt_home_user();
-      json_object_set_new(o.params, "home", json_string("persistent"));
-      json_object_set_new(o.params, "user", json_string(user));
+      o.run.home = "persistent";
+      o.run.user = o.user = agt_home_user();
     }
   }
-  if (json_object_size(o.env.obj))
-    json_object_set(o.params, "env", o.env.obj);
-  if (o.keys == NULL)
-    o.keys = agt_config_get(&c->cfg, AGT_CFG_JAIL_DETACH_KEYS);
-  if (agt_detach_keys_parse(o.keys, &keys, err) < 0)
+  if (o.run.keys == NULL)
+    o.run.keys = agt_config_get(&c->cfg, AGT_CFG_JAIL_DETACH_KEYS);
+  if (agt_detach_keys_parse(o.run.keys, &keys, err) < 0)
     goto out;
   /* Attached from a terminal, the jail gets one too: the agent runs as a person runs it
    * (opencode's TUI).  Detached (-d), from a script, or created, it runs headless (opencode
    * serve, reached with jail port) unless -t asks for a terminal. */
   interactive = !create && !o.detach && isatty(0);
-  tty = o.tty >= 0 ? o.tty : interactive;
+  tty = o.run.tty >= 0 ? o.run.tty : interactive;
+  o.run.tty = tty;
   if (tty) {
     unsigned rows, cols;
-    json_object_set_new(o.params, "tty", json_true());
     if (agt_term_size(0, &rows, &cols) == 0)
       json_object_set_new(o.params, "size", json_pack("[i,i]", (int)rows, (int)cols));
   }
@@ -1136,26 +1041,25 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
     goto out;
   if (!named && json_array_size(args) > 0)
     json_object_set(o.params, "argv", args);
-  if (json_object_size(o.env.obj))
-    json_object_set(o.params, "env", o.env.obj);
   if (pick_workspace(&o, err) < 0)
     goto out;
+  agt_jail_run_to_json(&o.run, o.params);
   if (call(c, create ? "jail.create" : "jail.run", json_incref(o.params), &res, err) < 0) {
     if ((*err)->kind == AGT_E_NOTFOUND && strstr((*err)->msg, "no rootfs '")) {
-      cleanup_free char *how = rootfs_advice(c, str(o.params, "rootfs"));
+      cleanup_free char *how = rootfs_advice(c, o.run.rootfs);
       char *msg = xasprintf("%s: %s", (*err)->msg, how);
       free((*err)->msg);
       (*err)->msg = msg;
     }
     mount_error_origin(&o, err);
-    agt_error_wrap(err, "jail '%s'", str(o.params, "name"));
+    agt_error_wrap(err, "jail '%s'", o.run.name);
     goto out;
   }
   say_policy(&o, agent, res);
   say_binds(&o, str(res, "name"));
   if (!create && !o.detach && !o.json) {
     int detached = 0;
-    r = watch_jail(c, str(res, "name"), 0, interactive && tty, &keys, o.keys, &detached, err);
+    r = watch_jail(c, str(res, "name"), 0, interactive && tty, &keys, o.run.keys, &detached, err);
     if (r == 0) {
       agt_target_disconnect(&c->target); /* the stream used that connection up */
       say_refused(c, str(res, "name"));
@@ -1189,10 +1093,12 @@ out:
   json_decref(o.profile_hosts);
   agt_profiles_release(&set);
   free(o.shown);
+  free(o.made);
+  free(o.user);
+  free(o.workspace);
   json_decref(res);
   json_decref(o.params);
-  json_decref(o.env.obj);
-  json_decref(o.allow);
+  agt_jail_run_release(&o.run);
   json_decref(o.add_dirs);
   json_decref(o.tools);
   json_decref(o.mount_from);
@@ -1485,7 +1391,7 @@ struct start_opts {
 static const struct agt_opt start_opts[] = {
     AGT_OPT_BOOL('a', "attach", struct start_opts, attach,
                  "attach to the jail once it runs (as 'agt jail run' does)"),
-    AGT_OPT_STRING(0, "detach-keys", "KEYS", struct start_opts, keys, DETACH_KEYS_HELP),
+    AGT_JAIL_RUN_OPT_IN(DETACH_KEYS, 0, struct start_opts, keys, DETACH_KEYS_NOTE),
     AGT_OPT_JSON_FIELD(struct start_opts, json),
     AGT_OPT_END,
 };
@@ -1545,7 +1451,7 @@ struct attach_opts {
 static const struct agt_opt attach_opts[] = {
     AGT_OPT_BOOL('r', "read-only", struct attach_opts, read_only,
                  "watch without typing into the jail's terminal"),
-    AGT_OPT_STRING(0, "detach-keys", "KEYS", struct attach_opts, keys, DETACH_KEYS_HELP),
+    AGT_JAIL_RUN_OPT_IN(DETACH_KEYS, 0, struct attach_opts, keys, DETACH_KEYS_NOTE),
     AGT_OPT_END,
 };
 
@@ -1590,9 +1496,9 @@ static const struct agt_opt exec_opts[] = {
     AGT_OPT_BOOL('t', "tty", struct exec_opts, tty,
                  "run the command on a terminal of the jail: this one's keys, window size and "
                  "detach keys (stdin must be a terminal)"),
-    AGT_OPT_STRING(0, "detach-keys", "KEYS", struct exec_opts, keys,
-                   "with -t: keys that leave the command running (jail.detach_keys: "
-                   "ctrl-],ctrl-])"),
+    AGT_JAIL_RUN_OPT_IN(DETACH_KEYS, 0, struct exec_opts, keys,
+                        " (with -t: the command keeps running; " AGT_RUN_CONFIG(
+                            DETACH_KEYS) ": " AGT_RUN_DEFAULT(DETACH_KEYS) ")"),
     AGT_OPT_END,
 };
 

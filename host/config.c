@@ -65,22 +65,24 @@ static const struct key_desc keys[AGT_CFG_NKEYS] = {
     [AGT_CFG_SSH_IDENTITY] = {"ssh.identity", T_PATH, NULL},
     [AGT_CFG_SSH_CONNECT_TIMEOUT] = {"ssh.connect_timeout", T_DURATION, NULL},
     [AGT_CFG_SSH_PERSIST] = {"ssh.persist", T_DURATION, NULL},
-    [AGT_CFG_JAIL_AGENT] = {"jail.agent", T_AGENT, NULL},
-    [AGT_CFG_JAIL_ROOTFS] = {"jail.rootfs", T_STR, NULL},
-    [AGT_CFG_JAIL_DETACH_KEYS] = {"jail.detach_keys", T_KEYS, NULL},
-    [AGT_CFG_JAIL_HOME] = {"jail.home", T_ENUM, "persistent|none"},
+    /* the jail spec's run options that have a config key; agt's config takes the agents
+     * it has profiles of, and no ephemeral home (that is --lockdown's) */
+    [AGT_CFG_JAIL_AGENT] = {AGT_RUN_CONFIG(AGENT), T_AGENT, NULL},
+    [AGT_CFG_JAIL_ROOTFS] = {AGT_RUN_CONFIG(ROOTFS), T_STR, NULL},
+    [AGT_CFG_JAIL_DETACH_KEYS] = {AGT_RUN_CONFIG(DETACH_KEYS), T_KEYS, NULL},
+    [AGT_CFG_JAIL_HOME] = {AGT_RUN_CONFIG(HOME), T_ENUM, "persistent|none"},
 #define LIMIT_KEY_(a, b, ID, field, ...)                                                           \
   [AGT_CFG_JAIL_##ID] = {"jail.limits." #field, T_LIMIT, NULL, AGT_SPEC_##ID},
     AGT_JAIL_LIMITS(LIMIT_KEY_, _, _)};
 
 /* List keys: their items append. */
 #define KEY_MOUNTS "vm.mounts"
-#define KEY_ENV "jail.env"
-#define KEY_JMOUNTS "jail.mounts"
+#define KEY_ENV AGT_RUN_CONFIG(ENV)
+#define KEY_JMOUNTS AGT_RUN_CONFIG(MOUNTS)
 #define KEY_TOOLS "jail.tools"
 /* agents.NAME.{net,allow}: a section per agent profile. */
 #define KEY_AGENTS "agents"
-#define NET_MODES "none|allow|open"
+#define NET_MODES agt_jail_run_keys[AGT_RUN_NET].choices
 
 const char *agt_config_key_name(enum agt_cfg_key key)
 {
@@ -281,9 +283,9 @@ void agt_config_init(struct agt_config *c)
   set_text(&c->v[AGT_CFG_SSH_KNOWN_HOSTS], agt_expand_path("~/.ssh/known_hosts", NULL), &def);
   set_text(&c->v[AGT_CFG_SSH_CONNECT_TIMEOUT], xstrdup("10s"), &def);
   set_text(&c->v[AGT_CFG_SSH_PERSIST], xstrdup("10m"), &def);
-  set_text(&c->v[AGT_CFG_JAIL_AGENT], xstrdup("shell"), &def);
-  set_text(&c->v[AGT_CFG_JAIL_ROOTFS], xstrdup("default"), &def);
-  set_text(&c->v[AGT_CFG_JAIL_DETACH_KEYS], xstrdup(AGT_DETACH_KEYS_DEFAULT), &def);
+  set_text(&c->v[AGT_CFG_JAIL_AGENT], xstrdup(AGT_RUN_DEFAULT(AGENT)), &def);
+  set_text(&c->v[AGT_CFG_JAIL_ROOTFS], xstrdup(AGT_RUN_DEFAULT(ROOTFS)), &def);
+  set_text(&c->v[AGT_CFG_JAIL_DETACH_KEYS], xstrdup(AGT_RUN_DEFAULT(DETACH_KEYS)), &def);
   set_text(&c->v[AGT_CFG_JAIL_HOME], xstrdup("persistent"), &def);
   for (size_t i = 0; i < sizeof default_allow / sizeof default_allow[0]; i++) {
     struct agt_cfg_agent *a = agent_get(c, default_allow[i].agent);
@@ -630,18 +632,6 @@ static int load_list(struct loader *l, const char *path, yaml_node_t *n, agt_err
   return 0;
 }
 
-/* agents.NAME.allow entries: HOST, HOST:PORT, *.SUFFIX[:PORT] or an address; agtd checks
- * the rest.  A URL is the likely mistake. */
-static int allow_ok(const char *v)
-{
-  if (*v == '\0' || strstr(v, "://") || strchr(v, '/'))
-    return 0;
-  for (const char *p = v; *p; p++)
-    if (*p == ' ' || *p == '\t')
-      return 0;
-  return 1;
-}
-
 static int allow_has(const struct agt_cfg_agent *a, const char *host)
 {
   for (size_t i = 0; i < a->nallow; i++)
@@ -718,7 +708,7 @@ static int load_agent(struct loader *l, const char *name, yaml_node_t *map, agt_
                                   KEY_AGENTS, name, v, v + 1);
           continue;
         }
-        if (v == NULL || !allow_ok(v))
+        if (v == NULL || !agt_jail_allow_ok(v)) /* agtd checks the rest */
           return agt_yaml_error(l->y, item, err,
                                 "'%s.%s.allow' entry '%s' is not HOST[:PORT] (a name, *.suffix "
                                 "or an address, without scheme or path)",

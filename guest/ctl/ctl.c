@@ -33,6 +33,9 @@ struct ctl {
   int connected;
 };
 
+/* agtd ctl's detach keys, docker's (agt's are the jail spec's default). */
+#define CTL_DETACH_KEYS "ctrl-p,ctrl-q"
+
 struct attach_args {
   int read_only;
   const char *keys;
@@ -102,126 +105,45 @@ static int cmd_status(struct ctl *c, int argc, char **argv, agt_error_t *err)
   return 0;
 }
 
+/* jail run|create: the jail spec's options, and --attach (agtd ctl's alone). */
 struct create_opts {
-  const char *name, *agent, *rootfs, *workspace, *net, *home, *user;
-  json_t *env, *allow, *mounts, *layers;
-  struct agt_jail_spec spec;
-  int tty, attach, lockdown;
+  struct agt_run_opts run;
+  int attach;
 };
 
-/* --env KEY=VALUE into the env object. */
-static int env_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
-{
-  const char *eq = strchr(arg, '=');
-  cleanup_free char *k = NULL;
-
-  (void)o;
-  if (eq == NULL || eq == arg)
-    return agt_error_kind(err, AGT_E_INVALID, "--env takes KEY=VALUE, not '%s'", arg);
-  k = xstrndup(arg, (size_t)(eq - arg));
-  json_object_set_new(*(json_t **)field, k, json_string(eq + 1));
-  return 0;
-}
-
-/* --allow HOST, --layer REF: appended to their array. */
-static int allow_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
-{
-  (void)o;
-  (void)err;
-  json_array_append_new(*(json_t **)field, json_string(arg));
-  return 0;
-}
-
-/* --mount PATH[:rw] into the mounts array. */
-static int mount_opt(const struct agt_opt *o, void *field, const char *arg, agt_error_t *err)
-{
-  size_t n = strlen(arg);
-  int rw = n > 3 && strcmp(arg + n - 3, ":rw") == 0;
-  cleanup_free char *path = xstrndup(arg, rw ? n - 3 : n);
-
-  (void)o;
-  (void)err;
-  json_array_append_new(*(json_t **)field, json_pack("{s:s, s:b}", "path", path, "writable", rw));
-  return 0;
-}
+/* What agtd ctl says of an option's default: agtd's. */
+#define RUN(ID, note) AGT_JAIL_RUN_OPT(ID, struct create_opts, run, note)
+#define RUN_DEFAULT(ID) RUN(ID, " (" AGT_RUN_DEFAULT(ID) ")")
 
 static const struct agt_opt create_opts[] = {
-    AGT_OPT_STRING('n', "name", "NAME", struct create_opts, name, "the jail's name (required)"),
-    AGT_OPT_STRING('a', "agent", "AGENT", struct create_opts, agent,
-                   "agent profile: shell or opencode (shell)"),
-    AGT_OPT_STRING('r', "rootfs", "REF", struct create_opts, rootfs,
-                   "rootfs id, id prefix or manifest name (default)"),
-    AGT_OPT_CALLBACK(0, "layer", "REF", struct create_opts, layers, allow_opt, 0,
-                     "a rootfs build stacked over it (repeatable; the first given is the top)"),
-    AGT_OPT_STRING('w', "workspace", "DIR", struct create_opts, workspace,
-                   "directory bound read-write at /work (a new one under agtd's state)"),
-    AGT_OPT_CALLBACK('e', "env", "KEY=VALUE", struct create_opts, env, env_opt, 0,
-                     "set a variable in the jail's environment (repeatable)"),
-    AGT_JAIL_LIMIT_OPTS_DEFAULT(struct create_opts, spec),
-    AGT_OPT_BOOL('t', "tty", struct create_opts, tty,
-                 "run the agent on a terminal (attach to it with jail attach)"),
+    RUN(NAME, " (required)"),
+    RUN_DEFAULT(AGENT),
+    RUN_DEFAULT(ROOTFS),
+    RUN(LAYERS, ""),
+    RUN(WORKSPACE, " (a new one under agtd's state)"),
+    RUN(ENV, " (repeatable; NAME alone takes agtd ctl's own value of it)"),
+    AGT_JAIL_LIMIT_OPTS_DEFAULT(struct create_opts, run.limits),
+    RUN(TTY, " (attach to it with jail attach)"),
     AGT_OPT_BOOL(0, "attach", struct create_opts, attach,
                  "run only: attach to the jail once it runs (implies --tty)"),
-    AGT_OPT_STRING(0, "net", "MODE", struct create_opts, net,
-                   "network: none, allow (through agtd's proxy) or open (allow)"),
-    AGT_OPT_CALLBACK(0, "allow", "HOST[:PORT]", struct create_opts, allow, allow_opt, 0,
-                     "let the proxy reach HOST, or *.SUFFIX (repeatable)"),
-    AGT_OPT_STRING(
-        0, "home", "MODE", struct create_opts, home,
-        "the jail's home: none (in its root), persistent (USER's home of AGENT), ephemeral"),
-    AGT_OPT_STRING(0, "user", "NAME", struct create_opts, user,
-                   "whose persistent home (with --home persistent)"),
-    AGT_OPT_BOOL(0, "lockdown", struct create_opts, lockdown,
-                 "an untrusted repository: ephemeral home, no mounts"),
-    AGT_OPT_CALLBACK(0, "mount", "PATH[:rw]", struct create_opts, mounts, mount_opt, 0,
-                     "bind a guest directory or file at the same path, read-only unless :rw "
-                     "(repeatable)"),
+    RUN_DEFAULT(NET),
+    RUN(ALLOW, " (repeatable)"),
+    RUN(HOME, ""),
+    RUN(USER, ""),
+    RUN(LOCKDOWN, ", no mounts"),
+    RUN(MOUNTS, " (a guest path; repeatable)"),
     AGT_OPT_END,
 };
 
-/* The run request the options make (agtd checks it again). */
-static json_t *create_params(const struct create_opts *o)
-{
-  json_t *p = json_object(), *limits = agt_jail_spec_to_json(&o->spec, 0);
-  const struct {
-    const char *key, *v;
-  } strs[] = {{"name", o->name},           {"agent", o->agent}, {"rootfs", o->rootfs},
-              {"workspace", o->workspace}, {"home", o->home},   {"user", o->user}};
-
-  for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
-    if (strs[i].v)
-      json_object_set_new(p, strs[i].key, json_string(strs[i].v));
-  if (limits)
-    json_object_set_new(p, "limits", limits);
-  if (json_object_size(o->env))
-    json_object_set(p, "env", o->env);
-  if (o->net || json_array_size(o->allow)) {
-    json_t *net = json_object();
-    if (o->net)
-      json_object_set_new(net, "mode", json_string(o->net));
-    if (json_array_size(o->allow))
-      json_object_set(net, "allow", o->allow);
-    json_object_set_new(p, "network", net);
-  }
-  if (json_array_size(o->mounts))
-    json_object_set(p, "mounts", o->mounts);
-  if (json_array_size(o->layers))
-    json_object_set(p, "layers", o->layers);
-  if (o->lockdown)
-    json_object_set_new(p, "lockdown", json_true());
-  if (o->tty || o->attach)
-    json_object_set_new(p, "tty", json_true());
-  return p;
-}
-
 static int create_or_run(struct ctl *c, const char *method, int argc, char **argv, agt_error_t *err)
 {
-  struct create_opts o = {
-      .env = json_object(), .allow = json_array(), .mounts = json_array(), .layers = json_array()};
-  json_t *res, *params = NULL;
+  struct create_opts o;
+  json_t *res, *params = json_object();
   int i, r;
 
-  agt_jail_spec_init(&o.spec);
+  agt_jail_run_init(&o.run);
+  o.run.env.from = "agtd ctl's environment";
+  o.attach = 0;
   i = agt_opts_parse(argc, argv, create_opts, NULL, &o, err);
   if (i == -2) {
     agt_opts_usage(stdout, "agtd ctl jail run|create --name NAME [OPTIONS] [--] [ARGV...]",
@@ -234,7 +156,9 @@ static int create_or_run(struct ctl *c, const char *method, int argc, char **arg
     r = -1;
     goto out;
   }
-  params = create_params(&o);
+  if (o.attach)
+    o.run.tty = 1;
+  agt_jail_run_to_json(&o.run, params);
   if (i < argc) {
     json_t *a = json_array();
     for (; i < argc; i++)
@@ -248,7 +172,7 @@ static int create_or_run(struct ctl *c, const char *method, int argc, char **arg
   }
   r = call(c, method, json_incref(params), &res, err);
   if (r == 0 && o.attach && strcmp(method, "jail.run") == 0) {
-    struct attach_args a = {0, "ctrl-p,ctrl-q"};
+    struct attach_args a = {0, CTL_DETACH_KEYS};
     int code = attach_to(c, json_string_value(json_object_get(res, "name")), &a, err);
     json_decref(res);
     if (code > 0)
@@ -271,10 +195,7 @@ static int create_or_run(struct ctl *c, const char *method, int argc, char **arg
   }
 out:
   json_decref(params);
-  json_decref(o.env);
-  json_decref(o.allow);
-  json_decref(o.mounts);
-  json_decref(o.layers);
+  agt_jail_run_release(&o.run);
   return r;
 }
 
@@ -387,8 +308,8 @@ static int stream(struct ctl *c, int writer, int attach, const struct agt_detach
 static const struct agt_opt attach_opts[] = {
     AGT_OPT_BOOL('r', "read-only", struct attach_args, read_only,
                  "watch without typing into the terminal"),
-    AGT_OPT_STRING('k', "detach-keys", "KEYS", struct attach_args, keys,
-                   "keys that detach, comma-separated (ctrl-p,ctrl-q)"),
+    AGT_JAIL_RUN_OPT_IN(DETACH_KEYS, 'k', struct attach_args, keys,
+                        ", comma-separated (" CTL_DETACH_KEYS ")"),
     AGT_OPT_END,
 };
 
@@ -420,7 +341,7 @@ static int attach_to(struct ctl *c, const char *name, struct attach_args *a, agt
 
 static int jail_attach(struct ctl *c, int argc, char **argv, agt_error_t *err)
 {
-  struct attach_args a = {0, "ctrl-p,ctrl-q"};
+  struct attach_args a = {0, CTL_DETACH_KEYS};
   int i = agt_opts_parse(argc, argv, attach_opts, NULL, &a, err);
 
   if (i == -2) {

@@ -140,7 +140,15 @@ expect_err() {
     echo "#   rc=$rc out: $out"
   fi
 }
-expect_err "a bad name is refused" "jail name 'Bad/Name' must start" ctl jail create --name Bad/Name -- true
+expect_err "a bad name is refused" "jail name 'Bad/Name' must start" \
+  rpc jail.create '{"name": "Bad/Name", "argv": ["true"]}'
+expect_err "and by agtd ctl, naming its flag" "^agtd ctl: --name 'Bad/Name' must start" \
+  ctl jail create --name Bad/Name -- true
+expect_err "a request's network mode is one of the jail spec's" \
+  "'network.mode' must be none, allow or open, not 'wide'" \
+  rpc jail.create '{"name": "nm", "network": {"mode": "wide"}, "argv": ["true"]}'
+expect_err "a field no run option has is refused" "unknown field 'detach_keys'" \
+  rpc jail.create '{"name": "dk", "detach_keys": "ctrl-a", "argv": ["true"]}'
 expect_err "a duplicate name is refused" "exists already" ctl jail create --name a -- true
 expect_err "a relative workspace is refused" "not an absolute path" ctl jail create --name w1 --workspace rel/dir -- true
 expect_err "a workspace with .. is refused" "'\.\.' component" ctl jail create --name w2 --workspace "$T/../etc" -- true

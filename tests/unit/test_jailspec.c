@@ -232,11 +232,151 @@ static void test_opts(void **state)
   err_is(&err, "--cpus must be at least 10 (thousandths of a core), or \"unlimited\"");
 }
 
+/* The run options: both sides' entries come from one line each. */
+struct run_cmd {
+  struct agt_run_opts run;
+  json_t *add_dirs;
+};
+
+static const struct agt_opt run_opts[] = {
+    AGT_JAIL_RUN_OPT(NAME, struct run_cmd, run, " (required)"),
+    AGT_JAIL_RUN_OPT(ROOTFS, struct run_cmd, run, " (" AGT_RUN_DEFAULT(ROOTFS) ")"),
+    AGT_JAIL_RUN_OPT(ENV, struct run_cmd, run, ""),
+    AGT_JAIL_RUN_OPT(NET, struct run_cmd, run, ""),
+    AGT_JAIL_RUN_OPT(ALLOW, struct run_cmd, run, ""),
+    AGT_JAIL_RUN_OPT(TTY, struct run_cmd, run, ""),
+    AGT_JAIL_RUN_OPT(HOME, struct run_cmd, run, ""),
+    AGT_JAIL_RUN_OPT(LOCKDOWN, struct run_cmd, run, ""),
+    AGT_JAIL_RUN_OPT(MOUNTS, struct run_cmd, run, ""),
+    AGT_JAIL_RUN_OPT(LAYERS, struct run_cmd, run, ""),
+    AGT_JAIL_RUN_OPT(DETACH_KEYS, struct run_cmd, run, ""),
+    AGT_JAIL_RUN_OPT_AS(MOUNTS, 0, "add-dir", struct run_cmd, add_dirs, ""),
+    AGT_JAIL_LIMIT_OPTS_DEFAULT(struct run_cmd, run.limits),
+    AGT_OPT_END,
+};
+
+static char *run_argv[32];
+
+static int run_parse(struct run_cmd *o, agt_error_t *err, int n, ...)
+{
+  va_list ap;
+
+  /* the entries keep pointers into argv, as parse-options does: each call's stays (the
+   * test leaves them) */
+  run_argv[0] = strdup("run");
+  va_start(ap, n);
+  for (int i = 1; i <= n; i++)
+    run_argv[i] = strdup(va_arg(ap, const char *));
+  va_end(ap);
+  return agt_opts_parse(n + 1, run_argv, run_opts, NULL, o, err);
+}
+
+static void test_run_opts(void **state)
+{
+  struct run_cmd o;
+  agt_error_t err = NULL;
+  json_t *p = json_object();
+  char *dump;
+
+  (void)state;
+  agt_jail_run_init(&o.run);
+  o.add_dirs = json_array();
+  assert_string_equal(run_opts[1].help, "rootfs id, id prefix or manifest name (default)");
+  assert_string_equal(agt_jail_run_keys[AGT_RUN_ROOTFS].config, "jail.rootfs");
+  assert_string_equal(agt_jail_run_keys[AGT_RUN_NET].wire, "network.mode");
+  setenv("AGT_TEST_FROM_HERE", "here", 1);
+  assert_int_equal(run_parse(&o, &err, 20, "-n", "j1", "--rootfs", "r1", "-e", "A=1", "-e",
+                             "AGT_TEST_FROM_HERE", "--net", "none", "--allow", "example.com:443",
+                             "-t", "--home", "ephemeral", "--lockdown", "--mount", "/srv/x:rw",
+                             "--layer", "node"),
+                   21);
+  assert_int_equal(run_parse(&o, &err, 4, "--add-dir", "/a", "--memory", "1G"), 5);
+  assert_string_equal(o.run.env.flag, "env");
+  agt_jail_run_to_json(&o.run, p);
+  dump = json_dumps(p, JSON_SORT_KEYS | JSON_COMPACT);
+  assert_string_equal(
+      dump, "{\"env\":{\"A\":\"1\",\"AGT_TEST_FROM_HERE\":\"here\"},\"home\":\"ephemeral\","
+            "\"layers\":[\"node\"],\"limits\":{\"memory\":1073741824},\"lockdown\":true,"
+            "\"mounts\":[{\"path\":\"/srv/x\",\"writable\":true}],\"name\":\"j1\","
+            "\"network\":{\"allow\":[\"example.com:443\"],\"mode\":\"none\"},\"rootfs\":\"r1\","
+            "\"tty\":true}");
+  free(dump);
+  /* --add-dir fills its own member, as --mount does */
+  assert_string_equal(json_string_value(json_object_get(json_array_get(o.add_dirs, 0), "path")),
+                      "/a");
+  /* each refused naming the flag */
+  assert_int_equal(run_parse(&o, &err, 2, "--net", "wide"), -1);
+  err_is(&err, "--net takes none, allow or open, not 'wide'");
+  assert_int_equal(run_parse(&o, &err, 2, "--home", "shared"), -1);
+  err_is(&err, "--home takes none, persistent or ephemeral, not 'shared'");
+  assert_int_equal(run_parse(&o, &err, 2, "--allow", "https://example.com"), -1);
+  err_is(&err, "--allow takes HOST[:PORT] (a name, *.suffix or an address), not "
+               "'https://example.com'");
+  assert_int_equal(run_parse(&o, &err, 2, "--name", "Bad"), -1);
+  err_is(&err, "--name 'Bad' must start with a lowercase letter or a digit");
+  assert_int_equal(run_parse(&o, &err, 2, "--mount", ""), -1);
+  err_is(&err, "--mount takes a PATH");
+  assert_int_equal(run_parse(&o, &err, 2, "-e", "AGT_TEST_NOT_SET_ANYWHERE"), -1);
+  err_is(&err, "--env: AGT_TEST_NOT_SET_ANYWHERE is not set in this program's environment");
+  assert_int_equal(run_parse(&o, &err, 2, "--detach-keys", "ctrl-"), -1);
+  assert_non_null(strstr(err->msg, "--detach-keys: "));
+  agt_error_release(&err);
+  json_decref(p);
+  json_decref(o.add_dirs);
+  agt_jail_run_release(&o.run);
+}
+
+/* agtd's check of a run request comes from the same lines. */
+static void test_run_wire(void **state)
+{
+  static const char *const extra[] = {"argv", "size", NULL};
+  struct agt_run_opts r;
+  agt_error_t err = NULL;
+  json_t *p;
+
+  (void)state;
+  p = json_pack("{s:s, s:s, s:{s:s, s:[s]}, s:b, s:[i,i], s:s}", "name", "j1", "agent", "pi",
+                "network", "mode", "open", "allow", "a.example", "tty", 1, "size", 24, 80, "home",
+                "persistent");
+  assert_int_equal(agt_jail_run_from_json(&r, p, extra, &err), 0);
+  assert_string_equal(r.name, "j1");
+  assert_string_equal(r.net, "open");
+  assert_int_equal(agt_jail_run_choice(AGT_RUN_NET, r.net), 2);
+  assert_int_equal(agt_jail_run_choice(AGT_RUN_HOME, r.home), 1);
+  assert_int_equal(r.tty, 1);
+  assert_int_equal(json_array_size(r.allow), 1);
+  json_decref(p);
+#define REFUSED(want, ...)                                                                         \
+  do {                                                                                             \
+    p = json_pack(__VA_ARGS__);                                                                    \
+    assert_int_equal(agt_jail_run_from_json(&r, p, extra, &err), -1);                              \
+    err_is(&err, want);                                                                            \
+    json_decref(p);                                                                                \
+  } while (0)
+  REFUSED("missing field 'name'", "{s:s}", "agent", "pi");
+  REFUSED("unknown field 'detach_keys'", "{s:s, s:s}", "name", "j", "detach_keys", "x");
+  REFUSED("unknown field 'secrets'", "{s:s, s:[]}", "name", "j", "secrets");
+  REFUSED("jail name 'A' must start with a lowercase letter or a digit", "{s:s}", "name", "A");
+  REFUSED("'network.mode' must be none, allow or open, not 'wide'", "{s:s, s:{s:s}}", "name", "j",
+          "network", "mode", "wide");
+  REFUSED("'network.mode' must be none, allow or open", "{s:s, s:{s:i}}", "name", "j", "network",
+          "mode", 1);
+  REFUSED("'network' must be an object", "{s:s, s:s}", "name", "j", "network", "open");
+  REFUSED("'home' must be none, persistent or ephemeral, not 'x'", "{s:s, s:s}", "name", "j",
+          "home", "x");
+  REFUSED("'layers[0]' must be a string", "{s:s, s:[i]}", "name", "j", "layers", 1);
+  REFUSED("'env' must be an object of strings", "{s:s, s:[]}", "name", "j", "env");
+  REFUSED("field 'tty' must be true or false", "{s:s, s:s}", "name", "j", "tty", "yes");
+#undef REFUSED
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_table), cmocka_unit_test(test_parse), cmocka_unit_test(test_bounds),
-      cmocka_unit_test(test_wire),  cmocka_unit_test(test_opts),
+      cmocka_unit_test(test_table),    cmocka_unit_test(test_parse),
+      cmocka_unit_test(test_bounds),   cmocka_unit_test(test_wire),
+      cmocka_unit_test(test_opts),     cmocka_unit_test(test_run_opts),
+      cmocka_unit_test(test_run_wire),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
