@@ -1147,9 +1147,23 @@ static const struct agt_cmd_help ls_help = {
     "refused by the network proxy.",
     ls_opts};
 
+/* The table and -q ask agtd for the table's columns only: a short answer among many jails,
+ * and no cgroup read for -q.  An agtd from before the columns answers with the jails. */
+static json_t *table_params(int quiet)
+{
+  json_t *cols = json_array();
+
+  for (const char *const *n = agt_jail_table_columns; *n; n++) {
+    json_array_append_new(cols, json_string(*n));
+    if (quiet)
+      break; /* "name" */
+  }
+  return json_pack("{s:o}", "columns", cols);
+}
+
 static int jail_ls(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
-  json_t *res, *j;
+  json_t *res, *j, *rows;
   struct ls_opts o = {0, 0};
   int i;
   size_t k;
@@ -1159,9 +1173,16 @@ static int jail_ls(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     return i == -2 ? 0 : -1;
   if (i < argc)
     return agt_error_kind(err, AGT_E_INVALID, "usage: %s", ls_help.usage);
-  if (call(c, "jail.ls", NULL, &res, err) < 0)
+  if (call(c, "jail.ls", o.json ? NULL : table_params(o.quiet), &res, err) < 0)
     return -1;
-  if (o.quiet)
+  i = 0;
+  rows = json_object_get(res, "rows");
+  if (rows) {
+    if (o.quiet)
+      json_array_foreach(rows, k, j) printf("%s\n", json_string_value(json_array_get(j, 0)));
+    else if (agt_print_jail_rows(stdout, res) < 0)
+      i = agt_error_kind(err, AGT_E_PROTO, "jail.ls: the answer's table lacks a column");
+  } else if (o.quiet)
     json_array_foreach(json_object_get(res, "jails"), k, j) printf("%s\n", str(j, "name"));
   else if (o.json)
     i = agt_print_out(json_object_get(res, "jails"), NULL, err);

@@ -892,6 +892,132 @@ json_t *agt_jail_to_json(agt_jail_t *j, int full)
   return jail_json(j, full, 1);
 }
 
+/* jail.ls's columns: the short form's scalar keys, and usage's as keys of their own. */
+static const char *const column_names[] = {
+    "name",     "agent",    "state",   "rootfs",  "created",  "runs",         "workspace",
+    "tty",      "attached", "refused", "started", "pid",      "exit_code",    "exit_signal",
+    "finished", "reason",   "memory",  "pids",    "cpu_usec", "usage_age_ms", NULL};
+enum {
+  COL_NAME,
+  COL_AGENT,
+  COL_STATE,
+  COL_ROOTFS,
+  COL_CREATED,
+  COL_RUNS,
+  COL_WORKSPACE,
+  COL_TTY,
+  COL_ATTACHED,
+  COL_REFUSED,
+  COL_STARTED,
+  COL_PID,
+  COL_EXIT_CODE,
+  COL_EXIT_SIGNAL,
+  COL_FINISHED,
+  COL_REASON,
+  COL_MEMORY,
+  COL_PIDS,
+  COL_CPU_USEC,
+  COL_USAGE_AGE_MS
+};
+
+int agt_jail_column(const char *name)
+{
+  for (int i = 0; column_names[i]; i++)
+    if (strcmp(column_names[i], name) == 0)
+      return i;
+  return -1;
+}
+
+const char *const *agt_jail_columns(void)
+{
+  return column_names;
+}
+
+static int runs_now(const agt_jail_t *j)
+{
+  return j->rec.state == AGT_JAIL_RUNNING || j->rec.state == AGT_JAIL_STARTING ||
+         j->rec.state == AGT_JAIL_STOPPING;
+}
+
+json_t *agt_jail_row(agt_jail_t *j, const int *cols, size_t n)
+{
+  json_t *row = json_array();
+  struct agt_cgroup_stats s;
+  uint64_t age = 0;
+  int usage = -1; /* read once, when a column asks */
+  int exited = j->rec.state == AGT_JAIL_EXITED;
+
+  for (size_t i = 0; i < n; i++) {
+    json_t *v = NULL;
+    if (cols[i] >= COL_MEMORY && usage < 0)
+      usage = runs_now(j) && agt_jail_usage(j, AGT_JAIL_USAGE_MAX_AGE_MS, &s, &age) == 0;
+    switch (cols[i]) {
+    case COL_NAME:
+      v = json_string(j->rec.name);
+      break;
+    case COL_AGENT:
+      v = json_string(j->rec.agent);
+      break;
+    case COL_STATE:
+      v = json_string(agt_jail_state_name(j->rec.state));
+      break;
+    case COL_ROOTFS:
+      v = json_string(j->rec.rootfs_id);
+      break;
+    case COL_CREATED:
+      v = json_integer((json_int_t)j->rec.created);
+      break;
+    case COL_RUNS:
+      v = json_integer((json_int_t)j->rec.runs);
+      break;
+    case COL_WORKSPACE:
+      v = json_string(j->rec.workspace);
+      break;
+    case COL_TTY:
+      v = json_boolean(j->rec.tty);
+      break;
+    case COL_ATTACHED:
+      v = json_integer((json_int_t)j->out.nstreams);
+      break;
+    case COL_REFUSED:
+      v = json_integer((json_int_t)agt_jail_refused(j));
+      break;
+    case COL_STARTED:
+      v = j->rec.started ? json_integer(j->rec.started) : NULL;
+      break;
+    case COL_PID:
+      v = runs_now(j) ? json_integer(j->run.pid) : NULL;
+      break;
+    case COL_EXIT_CODE:
+      v = exited ? json_integer(j->rec.exit_code) : NULL;
+      break;
+    case COL_EXIT_SIGNAL:
+      v = exited && j->rec.exit_signal ? json_integer(j->rec.exit_signal) : NULL;
+      break;
+    case COL_FINISHED:
+      v = exited ? json_integer(j->rec.finished) : NULL;
+      break;
+    case COL_REASON:
+      v = j->rec.exit_reason ? json_string(j->rec.exit_reason) : NULL;
+      break;
+    case COL_MEMORY:
+      v = usage ? json_integer((json_int_t)s.memory_bytes) : NULL;
+      break;
+    case COL_PIDS:
+      v = usage ? json_integer((json_int_t)s.pids) : NULL;
+      break;
+    case COL_CPU_USEC:
+      v = usage ? json_integer((json_int_t)s.cpu_usec) : NULL;
+      break;
+    case COL_USAGE_AGE_MS:
+      v = usage ? json_integer((json_int_t)age) : NULL;
+      break;
+    }
+    json_array_append_new(row, v ? v : json_null());
+  }
+  return row;
+}
+
 int agt_jail_save(agt_jail_t *j, agt_error_t *err)
 {
   json_t *o = jail_json(j, 0, 0);

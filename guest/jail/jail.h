@@ -211,6 +211,13 @@ int agt_jail_load_all(struct agtd_s *d, agt_jail_find_fn find_again, agt_error_t
  * running jail the cgroup's figures ("usage", with their age in ms) and the connections
  * its proxy refused. */
 json_t *agt_jail_to_json(agt_jail_t *j, int full);
+/* jail.ls's columns (docs/PROTOCOL.md): a column's number for agt_jail_row, -1 for a name
+ * that is none; the names, NULL-terminated. */
+int agt_jail_column(const char *name);
+const char *const *agt_jail_columns(void);
+/* The jail as a row of those columns: a value each, null where the jail has none (a
+ * running jail's exit code).  Its cgroup is read only when a usage column is asked for. */
+json_t *agt_jail_row(agt_jail_t *j, const int *cols, size_t n);
 /* How old the cgroup figures of a listing may be: a listing of many jails reads each
  * jail's cgroup files at most this often (jail.ls among 1000 jails, docs/BENCH.md 8). */
 #define AGT_JAIL_USAGE_MAX_AGE_MS 2000

@@ -146,14 +146,47 @@ int agt_req_jail_rm(agt_req_t *req, json_t **result, agt_error_t *err)
   return 0;
 }
 
+/* With "columns": a table, a row of those values per jail (as kubectl asks the API server
+ * for a Table): what a listing shows and no more, and no cgroup read unless a usage column
+ * is asked for.  Without: each jail's short form. */
 int agt_req_jail_ls(agt_req_t *req, json_t **result, agt_error_t *err)
 {
-  json_t *arr = json_array();
+  json_t *cols = json_object_get(req->params, "columns"), *arr = json_array(), *c;
+  int idx[64];
+  size_t n = 0, i;
 
-  (void)err;
+  if (cols == NULL) {
+    for (agt_jail_t *j = req->d->jails; j; j = j->next)
+      json_array_append_new(arr, agt_jail_to_json(j, 0));
+    *result = json_pack("{s:o}", "jails", arr);
+    return 0;
+  }
+  if (!json_is_array(cols) || json_array_size(cols) == 0 ||
+      json_array_size(cols) > sizeof idx / sizeof idx[0]) {
+    json_decref(arr);
+    return agt_error_kind(err, AGT_E_INVALID,
+                          "jail.ls: 'columns' must be an array of 1 to %zu column names",
+                          sizeof idx / sizeof idx[0]);
+  }
+  json_array_foreach(cols, i, c)
+  {
+    const char *name = json_string_value(c);
+    if ((idx[n++] = name ? agt_jail_column(name) : -1) < 0) {
+      cleanup_free char *known = NULL;
+      for (const char *const *k = agt_jail_columns(); *k; k++) {
+        char *more = xasprintf("%s%s%s", known ? known : "", known ? ", " : "", *k);
+        free(known);
+        known = more;
+      }
+      json_decref(arr);
+      return agt_error_kind(err, AGT_E_INVALID, "jail.ls: columns[%zu]: %s%s%s is no column (%s)",
+                            i, name ? "'" : "", name ? name : "not a string", name ? "'" : "",
+                            known);
+    }
+  }
   for (agt_jail_t *j = req->d->jails; j; j = j->next)
-    json_array_append_new(arr, agt_jail_to_json(j, 0));
-  *result = json_pack("{s:o}", "jails", arr);
+    json_array_append_new(arr, agt_jail_row(j, idx, n));
+  *result = json_pack("{s:O, s:o}", "columns", cols, "rows", arr);
   return 0;
 }
 

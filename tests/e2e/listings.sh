@@ -49,6 +49,25 @@ like "with the template and a caret under the place" "$ERR" '^    \^$'
 run agt jail ls --format '{{uper .name}}'
 like "an unknown function: the nearest name" "$ERR" "column 3: unknown function 'uper': did you mean 'upper'\?"
 
+# --- the table agt jail ls asks agtd for: the columns it shows, a row of values per jail
+noage() { sed -E 's/^(([^ ]+ +){5})[^ ]+/\1AGE/' | sort; } # AGE: read a second apart
+run agt jail ls
+is "agt jail ls (agtd's rows of its columns) shows what the jails' short forms show" \
+  "$(printf '%s\n' "$OUT" | noage)" "$("$AGTD" ctl -s "$T/agtd.sock" jail ls | noage)"
+run agt jail ls -q
+is "agt jail ls -q: the names (a table of one column)" "$(printf '%s\n' "$OUT" | sort | tr '\n' ' ')" "ex3 up1 "
+rpc() { python3 "$SRCDIR/tests/guest/rpc.py" "$T/agtd.sock" "$@"; }
+run rpc jail.ls '{"columns": ["name", "exit_code", "memory", "usage_age_ms", "refused"]}'
+is "jail.ls with columns: the columns, and a row each, null where a jail has none" \
+  "$(python3 -c 'import json, sys; r = json.load(sys.stdin); print(r["columns"], sorted(
+  [x[0], x[1], type(x[2]).__name__, type(x[3]).__name__, x[4]] for x in r["rows"]))' <<<"$OUT")" \
+  "['name', 'exit_code', 'memory', 'usage_age_ms', 'refused'] [['ex3', 3, 'NoneType', 'NoneType', 0], ['up1', None, 'int', 'int', 0]]"
+run rpc jail.ls '{"columns": ["name", "nmae"]}'
+like "an unknown column: an error naming it and the columns there are" "$OUT" \
+  "columns\[1\]: 'nmae' is no column \(name, agent, state, "
+run rpc jail.ls '{"columns": []}'
+like "no columns: an error" "$OUT" "'columns' must be an array of 1 to 64 column names"
+
 # --- the other listings
 run agt jail inspect up1 --format '{{.name}} {{.agent}} {{len .argv}}'
 is "agt jail inspect --format: the object once" "$OUT" "up1 shell 2"
