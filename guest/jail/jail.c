@@ -709,18 +709,8 @@ static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_p
   if (for_run && j->rec.layer_ids == NULL) /* prepared jails stand on the base alone */
     j->run.warm = prepared->take(j);
   if (j->run.warm == NULL) {
-    if (mkdir(j->rec.dir, 0700) < 0) {
-      agt_error_make(err, errno, "mkdir '%s'", j->rec.dir);
+    if (agt_jail_make_dir(j, err) < 0)
       goto fail;
-    }
-    if (agt_disk_jail_create(d->disk, j->rec.dir, j->rec.limits.disk_bytes, err) < 0 ||
-        (mkdir(j->rec.merged, 0755) < 0 &&
-         agt_error_make(err, errno, "mkdir '%s'", j->rec.merged) < 0)) {
-      agt_error_wrap(err, "create the directories of jail '%s'", name);
-      goto fail_dir;
-    }
-    if (write_identity(j, err) < 0)
-      goto fail_dir;
   }
   if (j->rec.workspace_owned) {
     /* agtd's own directory for this jail: made here, never adopted.  One that exists
@@ -793,9 +783,22 @@ agt_jail_t *agt_jail_home_user(struct agtd_s *d, const char *home_path)
   return NULL;
 }
 
-int agt_jail_write_identity(agt_jail_t *j, agt_error_t *err)
+int agt_jail_make_dir(agt_jail_t *j, agt_error_t *err)
 {
-  return write_identity(j, err);
+  if (mkdir(j->rec.dir, 0700) < 0)
+    return agt_error_make(err, errno, "mkdir '%s'", j->rec.dir);
+  if (agt_disk_jail_create(j->d->disk, j->rec.dir, j->rec.limits.disk_bytes, err) < 0 ||
+      (mkdir(j->rec.merged, 0755) < 0 &&
+       agt_error_make(err, errno, "mkdir '%s'", j->rec.merged) < 0)) {
+    agt_error_wrap(err, "create the directories of jail '%s'", j->rec.name);
+    agt_disk_jail_remove(j->d->disk, j->rec.dir, NULL);
+    return -1;
+  }
+  if (write_identity(j, err) < 0) {
+    agt_disk_jail_remove(j->d->disk, j->rec.dir, NULL);
+    return -1;
+  }
+  return 0;
 }
 
 int agt_jail_usage(agt_jail_t *j, uint64_t max_age_ms, struct agt_cgroup_stats *s, uint64_t *age_ms)

@@ -243,8 +243,9 @@ void agt_jail_free_now(agt_jail_t *j);
 int agt_jail_start(agt_jail_t *j, agt_error_t *err);
 /* Whether the jail stands on the rootfs build id (as its base or one of its layers). */
 int agt_jail_uses_rootfs(const agt_jail_t *j, const char *id);
-/* Write the jail user's passwd, group and home into the upper layer. */
-int agt_jail_write_identity(agt_jail_t *j, agt_error_t *err);
+/* Make the jail's directory: its disk layer with the jail's limit, the root's mount point,
+ * and the jail user's passwd, group and home in the upper layer.  On failure, none of it. */
+int agt_jail_make_dir(agt_jail_t *j, agt_error_t *err);
 /* The jail user's /etc/passwd and /etc/group; newly allocated. */
 void agt_jail_identity(agt_jail_t *j, char **passwd, char **group);
 char *agt_identity_passwd(uid_t uid, gid_t gid);

@@ -228,12 +228,22 @@ int agt_keep_spawn(struct agtd_s *d, struct agt_keep_spawn *s, agt_error_t *err)
     close(sp[0]);
     return agt_error_make(err, c.err, "%s", c.step);
   }
-  /* The keeper is agtd's child (until agtd goes): agtd reaps it through this pidfd. */
-  s->keeper_pidfd = kpidfd;
   if (agt_keep_recv(sp[0], &h, NULL, fds) != 1 || h.type != AGT_KEEP_HELLO || fds[0] < 0) {
+    /* (agtd out of fds drops the one sent) The jail cannot be watched: its keeper is
+     * killed, and the jail's init with it (PDEATHSIG), and reaped. */
+    siginfo_t info;
+    for (int i = 0; i < 2; i++)
+      if (fds[i] >= 0)
+        close(fds[i]);
     close(sp[0]);
+    syscall(SYS_pidfd_send_signal, kpidfd, SIGKILL, NULL, 0);
+    while (syscall(SYS_waitid, P_PIDFD, kpidfd, &info, WEXITED, NULL) < 0 && errno == EINTR)
+      ;
+    close(kpidfd);
     return agt_error_kind(err, AGT_E_INTERNAL, "the keeper sent no pidfd");
   }
+  /* The keeper is agtd's child (until agtd goes): agtd reaps it through this pidfd. */
+  s->keeper_pidfd = kpidfd;
   if (fds[1] >= 0)
     close(fds[1]);
   s->pidfd = fds[0];

@@ -3,6 +3,7 @@
  * (jail_warm.c) share.  Supervision of the run is supervise.c's. */
 #include "jail_run.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -134,22 +135,34 @@ static int adopt(agt_jail_t *j)
   int fd = agt_keep_connect(j->rec.dir, &h, fds, &e), r;
 
   if (fd < 0) {
-    agt_log_warning("jail '%s': %s", j->rec.name, e->msg);
+    /* no socket, or no one behind it: the keeper has gone (agt_jail_find_again says how) */
+    if (e->status != ENOENT && e->status != ECONNREFUSED)
+      agt_log_warning("jail '%s': %s", j->rec.name, e->msg);
     agt_error_release(&e);
     return -1;
   }
   r = agt_jail_adopt(j, fd, &h, fds, &e);
-  if (r == 0 && !h.exited && j->rec.net.mode == AGT_NET_ALLOW &&
-      agt_jail_start_egress(j, -1, j->run.pid, &e) < 0)
-    r = agt_error_wrap(&e, "the proxy of jail '%s'", j->rec.name);
   if (r < 0) {
-    agt_log_warning("jail '%s': %s", j->rec.name, e->msg);
-    agt_error_release(&e);
+    /* cannot watch it: kill it rather than leave it unsupervised (its keeper records the
+     * exit; the supervision's end says it) */
+    syscall(SYS_pidfd_send_signal, j->run.pidfd, SIGKILL, NULL, 0);
+    agt_log_warning("jail '%s': found under its keeper, but killed: %s", j->rec.name, e->msg);
+  } else if (h.exited) {
+    agt_log_info("jail '%s': ended while agtd was away (exit code %d)", j->rec.name,
+                 j->rec.exit_code);
+  } else if (j->rec.net.mode == AGT_NET_ALLOW && agt_jail_start_egress(j, -1, j->run.pid, &e) < 0) {
+    /* it runs on, with what it has; its proxy comes back with its next start */
+    agt_log_warning("jail '%s': found running (pid %d) under its keeper, but without its proxy "
+                    "(it reaches nothing until it is started again): %s",
+                    j->rec.name, (int)j->run.pid, e->msg);
+  } else {
+    agt_log_info("jail '%s': found running (pid %d) under its keeper", j->rec.name,
+                 (int)j->run.pid);
   }
+  agt_error_release(&e);
   for (int i = 0; i < 2; i++)
     if (fds[i] >= 0)
       close(fds[i]);
-  agt_log_info("jail '%s': found running (pid %d) under its keeper", j->rec.name, (int)j->run.pid);
   return 0;
 }
 
@@ -168,7 +181,9 @@ void agt_jail_find_again(agt_jail_t *j)
     j->rec.exit_code = code;
     j->rec.exit_signal = sig;
     j->rec.finished = (time_t)finished;
+    agt_log_info("jail '%s': ended while agtd was away (exit code %d)", j->rec.name, code);
   } else {
+    agt_log_warning("jail '%s': its keeper was gone, and with it the jail", j->rec.name);
     j->rec.exit_code = 128 + SIGKILL;
     j->rec.exit_signal = SIGKILL;
     j->rec.finished = time(NULL);

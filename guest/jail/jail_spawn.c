@@ -141,10 +141,8 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
     r = agt_warm_start(j, err);
     if (r <= 0)
       return r;
-    /* the prepared jail was gone: a cold start in the directory it left (whose subvolume
-     * was made without a limit) */
-    if (agt_jail_write_identity(j, err) < 0 ||
-        agt_disk_jail_limit(j->d->disk, j->rec.dir, j->rec.limits.disk_bytes, err) < 0)
+    /* the prepared jail was gone, and its directory with it: a cold start in a new one */
+    if (agt_jail_make_dir(j, err) < 0)
       return -1;
   }
   if (j->rec.net.mode == AGT_NET_OPEN && prepare_open_net(j, &on, err) < 0)

@@ -75,44 +75,255 @@ static void destroy_cgroup(struct agtd_s *d, const char *name)
   }
 }
 
-/* Kill the init of a prepared jail and wait for its keeper's end: once the keeper has said
- * the exit (it has recorded it in the directory), it touches the directory no more. */
-static void end_keeper(int pidfd, int keep_fd, int keeper_pidfd)
-{
-  struct agt_keep_hdr h;
-  int fds[2];
+/* A prepared jail on its way out.  Its init is killed at once; then its keeper is heard out
+ * (once it has said the exit, which it has recorded in the directory, it touches the
+ * directory no more), reaped when it is agtd's child, and its cgroup and directory go.  While
+ * agtd serves, all of that waits in the loop (no client waits for a keeper); at agtd's start
+ * and end it is waited for, up to END_WAIT_MS for each step. */
+#define END_WAIT_MS 5000
+#define END_CGROUP_TRIES 200
 
-  syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+struct agt_warm_end {
+  struct agt_warm_end *next;
+  struct agtd_s *d;
+  uv_poll_t keep_poll, pid_poll;
+  uv_timer_t timer; /* the bound on the keeper's goodbye, then the cgroup's retries */
+  int keep_fd, keeper_pidfd;
+  int handles; /* open uv handles */
+  int let_go;  /* the keeper's connection is shut */
+  unsigned tries;
+  char *name; /* its cgroup */
+  char *dir;  /* its directory, NULL when a jail took it */
+};
+
+/* Read what the keeper sent, up to its exit.  1: it said the exit (or is gone, or talks
+ * nonsense), 0: not yet. */
+static int heard_out(int keep_fd)
+{
   for (;;) {
-    struct pollfd p = {.fd = keep_fd, .events = POLLIN};
-    int r;
-    if (poll(&p, 1, 5000) <= 0)
-      break;
-    r = agt_keep_recv(keep_fd, &h, NULL, fds);
+    struct agt_keep_hdr h;
+    int fds[2];
+    int r = agt_keep_recv(keep_fd, &h, NULL, fds);
     for (int i = 0; i < 2; i++)
       if (fds[i] >= 0)
         close(fds[i]);
-    if (r < 0 || (r > 0 && h.type == AGT_KEEP_EXIT_MSG))
-      break;
+    if (r == 0)
+      return 0;
+    if (r < 0 || h.type == AGT_KEEP_EXIT_MSG)
+      return 1;
   }
+}
+
+/* The keeper reaped: 1, or 0 while it runs. */
+static int reaped(int keeper_pidfd)
+{
+  siginfo_t info;
+
+  memset(&info, 0, sizeof info);
+  if (syscall(SYS_waitid, P_PIDFD, keeper_pidfd, &info, WEXITED | WNOHANG, NULL) < 0)
+    return errno != EINTR; /* ECHILD: reaped already */
+  return info.si_pid != 0;
+}
+
+static void end_free(struct agt_warm_end *e)
+{
+  if (e->keep_fd >= 0)
+    close(e->keep_fd);
+  if (e->keeper_pidfd >= 0)
+    close(e->keeper_pidfd);
+  free(e->name);
+  free(e->dir);
+  free(e);
+}
+
+static void end_unlink(struct agt_warm_end *e)
+{
+  for (struct agt_warm_end **p = &e->d->warm->ending; *p; p = &(*p)->next)
+    if (*p == e) {
+      *p = e->next;
+      return;
+    }
+}
+
+static void end_handle_closed(uv_handle_t *h)
+{
+  struct agt_warm_end *e = h->data;
+
+  if (--e->handles == 0)
+    end_free(e);
+}
+
+/* The keeper is gone: the cgroup and the directory follow. */
+static void end_finish(struct agt_warm_end *e)
+{
+  agt_error_t err = NULL;
+
+  if (agt_cgroup_destroy(e->d->cgroup, e->name, &err) < 0) {
+    if (err->kind == AGT_E_BUSY && ++e->tries < END_CGROUP_TRIES) {
+      agt_error_release(&err);
+      return; /* its processes are still going: the timer tries again */
+    }
+    agt_log_warning("prepared jail %s: %s", e->name, err->msg);
+    agt_error_release(&err);
+  }
+  if (e->dir)
+    agt_disk_jail_remove(e->d->disk, e->dir, NULL);
+  end_unlink(e);
+  uv_timer_stop(&e->timer);
+  uv_close((uv_handle_t *)&e->timer, end_handle_closed);
+  if (!uv_is_closing((uv_handle_t *)&e->keep_poll))
+    uv_close((uv_handle_t *)&e->keep_poll, end_handle_closed);
+  if (e->keeper_pidfd >= 0 && !uv_is_closing((uv_handle_t *)&e->pid_poll))
+    uv_close((uv_handle_t *)&e->pid_poll, end_handle_closed);
+}
+
+static void end_retry_cb(uv_timer_t *t)
+{
+  end_finish(t->data);
+}
+
+static void end_reaped(struct agt_warm_end *e)
+{
+  if (e->keeper_pidfd >= 0)
+    uv_poll_stop(&e->pid_poll);
+  uv_timer_stop(&e->timer);
+  uv_timer_start(&e->timer, end_retry_cb, 1, 1);
+  end_finish(e);
+}
+
+static void end_pid_cb(uv_poll_t *p, int status, int events)
+{
+  struct agt_warm_end *e = p->data;
+
+  (void)status;
+  (void)events;
+  if (reaped(e->keeper_pidfd))
+    end_reaped(e);
+}
+
+/* The keeper said the exit, or kept silent too long: agtd lets it go (it exits once its
+ * connection closes) and reaps it. */
+static void end_let_go(struct agt_warm_end *e)
+{
+  e->let_go = 1;
+  uv_poll_stop(&e->keep_poll);
+  uv_timer_stop(&e->timer);
+  /* the fd closes with the handle (libuv must not poll a closed fd) */
+  uv_close((uv_handle_t *)&e->keep_poll, end_handle_closed);
+  shutdown(e->keep_fd, SHUT_RDWR);
+  if (e->keeper_pidfd < 0 || reaped(e->keeper_pidfd)) {
+    end_reaped(e);
+    return;
+  }
+  uv_poll_start(&e->pid_poll, UV_READABLE, end_pid_cb);
+}
+
+static void end_keep_cb(uv_poll_t *p, int status, int events)
+{
+  struct agt_warm_end *e = p->data;
+
+  (void)events;
+  if (status < 0 || heard_out(e->keep_fd))
+    end_let_go(e);
+}
+
+static void end_silent_cb(uv_timer_t *t)
+{
+  struct agt_warm_end *e = t->data;
+
+  agt_log_warning("prepared jail %s: its keeper did not say the exit in %d ms; let go", e->name,
+                  END_WAIT_MS);
+  end_let_go(e);
+}
+
+/* Waited for, a step at a time, each up to END_WAIT_MS (agtd's start and end). */
+static void end_now(struct agtd_s *d, int keep_fd, int keeper_pidfd, const char *name,
+                    const char *dir)
+{
+  struct pollfd p = {.fd = keep_fd, .events = POLLIN};
+
+  while (poll(&p, 1, END_WAIT_MS) > 0 && !heard_out(keep_fd))
+    ;
   close(keep_fd);
   if (keeper_pidfd >= 0) {
-    siginfo_t info;
-    struct pollfd p = {.fd = keeper_pidfd, .events = POLLIN};
-    if (poll(&p, 1, 5000) > 0)
-      syscall(SYS_waitid, P_PIDFD, keeper_pidfd, &info, WEXITED | WNOHANG, NULL);
+    struct pollfd q = {.fd = keeper_pidfd, .events = POLLIN};
+    if (poll(&q, 1, END_WAIT_MS) > 0)
+      reaped(keeper_pidfd);
+  }
+  destroy_cgroup(d, name);
+  if (dir)
+    agt_disk_jail_remove(d->disk, dir, NULL);
+}
+
+/* Kill the init whose pidfd this is; the rest as the comment above says.  Takes keep_fd,
+ * keeper_pidfd (-1: not agtd's child) and a copy of name and dir (NULL: not to remove). */
+static void end_keeper(struct agtd_s *d, int pidfd, int keep_fd, int keeper_pidfd, const char *name,
+                       const char *dir)
+{
+  struct agt_warm_end *e;
+
+  syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+  if (d->shutting_down || !d->warm->serving) {
+    end_now(d, keep_fd, keeper_pidfd, name, dir);
+    if (keeper_pidfd >= 0)
+      close(keeper_pidfd);
+    return;
+  }
+  e = xzalloc(sizeof *e);
+  e->d = d;
+  e->keep_fd = keep_fd;
+  e->keeper_pidfd = keeper_pidfd;
+  e->name = xstrdup(name);
+  e->dir = dir ? xstrdup(dir) : NULL;
+  uv_timer_init(d->loop, &e->timer);
+  e->timer.data = e;
+  e->handles++;
+  uv_poll_init(d->loop, &e->keep_poll, keep_fd);
+  e->keep_poll.data = e;
+  e->handles++;
+  if (keeper_pidfd >= 0) {
+    uv_poll_init(d->loop, &e->pid_poll, keeper_pidfd);
+    e->pid_poll.data = e;
+    e->handles++;
+  }
+  e->next = d->warm->ending;
+  d->warm->ending = e;
+  uv_poll_start(&e->keep_poll, UV_READABLE, end_keep_cb);
+  uv_timer_start(&e->timer, end_silent_cb, END_WAIT_MS, 0);
+}
+
+/* agtd ends: what is still ending is waited for (its handles are closed already). */
+static void end_all_now(struct agtd_s *d)
+{
+  while (d->warm->ending) {
+    struct agt_warm_end *e = d->warm->ending;
+    d->warm->ending = e->next;
+    if (e->let_go) {
+      /* only the reaping and the rest are left */
+      struct pollfd q = {.fd = e->keeper_pidfd, .events = POLLIN};
+      if (e->keeper_pidfd >= 0 && poll(&q, 1, END_WAIT_MS) > 0)
+        reaped(e->keeper_pidfd);
+      destroy_cgroup(d, e->name);
+      if (e->dir)
+        agt_disk_jail_remove(d->disk, e->dir, NULL);
+      close(e->keep_fd);
+    } else {
+      end_now(d, e->keep_fd, e->keeper_pidfd, e->name, e->dir);
+    }
+    e->keep_fd = -1;
+    end_free(e);
   }
 }
 
 void agt_warm_discard(struct agtd_s *d, struct agt_warm_s *w, int dir_taken)
 {
   if (w->pidfd >= 0 && w->keep_fd >= 0) {
-    end_keeper(w->pidfd, w->keep_fd, w->keeper_pidfd);
-    w->keep_fd = -1;
-  }
-  destroy_cgroup(d, w->name);
-  if (!dir_taken && w->dir) {
-    agt_disk_jail_remove(d->disk, w->dir, NULL);
+    end_keeper(d, w->pidfd, w->keep_fd, w->keeper_pidfd, w->name, dir_taken ? NULL : w->dir);
+    w->keep_fd = w->keeper_pidfd = -1;
+  } else {
+    destroy_cgroup(d, w->name);
+    if (!dir_taken && w->dir)
+      agt_disk_jail_remove(d->disk, w->dir, NULL);
   }
   warm_free(w);
 }
@@ -151,6 +362,8 @@ static int dead(struct agt_warm_s *w, const char *unused)
 
 void agt_warm_drain(struct agtd_s *d, const char *rootfs_id)
 {
+  if (d->shutting_down)
+    end_all_now(d);
   if (rootfs_id && d->warm->rootfs_id && strcmp(rootfs_id, d->warm->rootfs_id) == 0) {
     /* that rootfs goes away: none are made of it any more */
     free(d->warm->rootfs_id);
@@ -412,8 +625,9 @@ static void remove_leftovers(struct agtd_s *d)
     if (fd >= 0) {
       if (fds[1] >= 0)
         close(fds[1]);
-      end_keeper(fds[0], fd, -1);
+      end_keeper(d, fds[0], fd, -1, de->d_name + 1, path);
       close(fds[0]);
+      continue;
     }
     destroy_cgroup(d, de->d_name + 1);
     agt_disk_jail_remove(d->disk, path, NULL);
@@ -428,6 +642,7 @@ void agt_warm_init(struct agtd_s *d, unsigned target, int cheap_moves)
   uv_timer_init(d->loop, &d->warm->timer);
   d->warm->timer.data = d;
   remove_leftovers(d);
+  d->warm->serving = 1;
   if (target > 0 && !cheap_moves)
     agt_log_info("prepared jails: off (moving a process between cgroups waits for RCU here)");
 }
@@ -630,6 +845,18 @@ static void started(struct agt_jail_s *j)
   agt_warm_refill(j->d);
 }
 
+/* A prepared jail that j took and cannot use: its directory goes back to its own name and
+ * with it (its keeper may write there until it ends), and j's is made again if j starts cold. */
+static void give_back_dir(struct agt_jail_s *j, struct agt_warm_s *w)
+{
+  if (rename(j->rec.dir, w->dir) == 0) {
+    agt_warm_discard(j->d, w, 0);
+    return;
+  }
+  agt_log_warning("jail '%s': rename '%s' back: %s", j->rec.name, j->rec.dir, strerror(errno));
+  agt_warm_discard(j->d, w, 1);
+}
+
 int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
 {
   struct agtd_s *d = j->d;
@@ -638,7 +865,7 @@ int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
 
   j->run.warm = NULL;
   if (dead(w, NULL)) {
-    agt_warm_discard(d, w, 1);
+    give_back_dir(j, w);
     return 1;
   }
   if (agt_cgroup_adopt(d->cgroup, w->name, j->rec.name, w->pid, &j->rec.limits.cg, &w->limits,
@@ -680,7 +907,7 @@ int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
 fail:
   agt_error_wrap(err, "start jail '%s'", j->rec.name);
   agt_jail_stop_egress(j);
-  agt_warm_discard(d, w, 1);
+  give_back_dir(j, w);
   agt_cgroup_destroy(d->cgroup, j->rec.name, NULL);
   return -1;
 }

@@ -18,6 +18,7 @@
 
 struct agtd_s;
 struct agt_jail_s;
+struct agt_warm_end;
 
 struct agt_warm_s {
   struct agt_warm_s *next;
@@ -47,6 +48,8 @@ struct agt_warm_pool {
   gid_t gid;
   uv_timer_t timer; /* fills the pool, one jail a tick */
   unsigned failures;
+  int serving;                 /* past agt_warm_init: discarded jails end in the loop */
+  struct agt_warm_end *ending; /* discarded, their keepers not yet gone */
 };
 
 /* Set up the pool (target 0: none) and remove what a previous agtd left of its own. */
@@ -59,7 +62,9 @@ struct agt_warm_s *agt_warm_take(struct agtd_s *d, struct agt_jail_s *j);
 /* Start j on the prepared jail it took.  1: the prepared jail was gone; j->warm is cleared
  * and the caller starts cold. */
 int agt_warm_start(struct agt_jail_s *j, agt_error_t *err);
-/* Kill a prepared jail and remove its cgroup, and its directory unless a jail took it. */
+/* Kill a prepared jail and remove its cgroup, and its directory unless a jail took it: once
+ * its keeper is gone, in the loop (the caller does not wait; at agtd's start and end, it
+ * does). */
 void agt_warm_discard(struct agtd_s *d, struct agt_warm_s *w, int dir_taken);
 /* How many prepared jails are ready to be taken. */
 unsigned agt_warm_ready(struct agtd_s *d);
