@@ -404,7 +404,7 @@ int agt_disk_promise(struct agt_disk *dk, uint64_t running, uint64_t limit, cons
    * on the safe side) plus what running jails may still write. */
   if (statfs(dk->dir, &sfs) == 0)
     used = (uint64_t)(sfs.f_blocks - sfs.f_bfree) * sfs.f_bsize;
-  promised = running + used;
+  promised = agt_disk_sum(running, used);
   if (promised <= dk->capacity && want <= dk->capacity - promised)
     return 0;
   return agt_error_kind(

@@ -49,6 +49,13 @@ int agt_disk_init(struct agt_disk *dk, const char *state_dir, const char *layers
                   uint64_t image_size, agt_error_t *err);
 void agt_disk_release(struct agt_disk *dk);
 
+/* a + b, or UINT64_MAX when that does not fit: what limits add up to (each may be as much
+ * as UINT64_MAX) counts as more than any disk, never as a little. */
+static inline uint64_t agt_disk_sum(uint64_t a, uint64_t b)
+{
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 /* May a jail with this limit (0: none, i.e. all of the disk) start when the limits of the
  * running jails add up to running?  What the disk holds already counts too.  A clear error
  * when not. */

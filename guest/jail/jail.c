@@ -303,7 +303,8 @@ int agt_jail_disk_promise(struct agtd_s *d, const agt_jail_t *j, agt_error_t *er
   for (agt_jail_t *o = d->jails; o; o = o->next)
     if (o != j && (o->rec.state == AGT_JAIL_STARTING || o->rec.state == AGT_JAIL_RUNNING ||
                    o->rec.state == AGT_JAIL_STOPPING))
-      running += o->rec.limits.disk_bytes ? o->rec.limits.disk_bytes : d->disk->capacity;
+      running = agt_disk_sum(running, o->rec.limits.disk_bytes ? o->rec.limits.disk_bytes
+                                                               : d->disk->capacity);
   return agt_disk_promise(d->disk, running, j->rec.limits.disk_bytes, j->rec.name, err);
 }
 
