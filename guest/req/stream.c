@@ -167,9 +167,17 @@ static void set_winsize(struct agt_jail_s *j, unsigned rows, unsigned cols)
   j->out.cols = (unsigned short)cols;
 }
 
+/* The writer's input is read while the jail takes it: above this much queued for its
+ * terminal, agtd stops reading the client until the jail has read most of it (as jail.exec
+ * does), so a client that types or pastes faster than the jail reads is not buffered
+ * without bound. */
+#define IN_HIGH (1u << 20)
+#define IN_LOW (256u << 10)
+
 struct tty_write {
   uv_write_t req;
   char *data;
+  struct agt_jail_s *j;
 };
 
 static void tty_write_done(uv_write_t *w, int status)
@@ -177,6 +185,12 @@ static void tty_write_done(uv_write_t *w, int status)
   struct tty_write *tw = (struct tty_write *)w;
 
   (void)status;
+  if (uv_stream_get_write_queue_size(w->handle) < IN_LOW)
+    for (agt_stream_t *s = tw->j->out.streams; s; s = s->next)
+      if (s->holding) {
+        s->holding = 0;
+        agt_client_resume(s->client);
+      }
   free(tw->data);
   free(tw);
 }
@@ -211,10 +225,15 @@ static void stream_input(agt_stream_t *s, json_t *msg)
     }
     tw = xzalloc(sizeof *tw);
     tw->data = data;
+    tw->j = j;
     b = uv_buf_init(data, (unsigned)len);
     if (uv_write(&tw->req, (uv_stream_t *)&j->out.tty_pipe, &b, 1, tty_write_done) < 0) {
       free(data);
       free(tw);
+    } else if (uv_stream_get_write_queue_size((uv_stream_t *)&j->out.tty_pipe) > IN_HIGH &&
+               !s->holding) {
+      s->holding = 1;
+      agt_client_hold(s->client);
     }
     return;
   }

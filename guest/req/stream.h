@@ -30,6 +30,7 @@ struct agt_stream_s {
   struct agt_client_s *client;
   enum agt_stream_kind kind;
   int writer;
+  int holding;     /* its input waits: the jail has not read what came before (attach) */
   uint64_t replay; /* follow: next log offset to send from the file before going live */
 };
 typedef struct agt_stream_s agt_stream_t;

@@ -125,6 +125,23 @@ for i in $(seq 1 60); do
 done
 is "60 short jails on a terminal: none lost the end of its output" "$short" 0
 
+# Input has backpressure: a writer pasting faster than the jail reads (its terminal in raw
+# mode, never read) is not buffered by agtd without bound; agtd stops reading it.
+ctl jail run --name deaf --rootfs "$R" --tty -- /bin/sh -c 'stty raw -echo; exec sleep 100000' >/dev/null
+sleep 0.5
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$AGTD_PID/status"; }
+rss0=$(rss)
+coproc PASTE { python3 "$SRCDIR/tests/guest/paste.py" "$SOCK" deaf 256; }
+read -r -t 120 sent <&"${PASTE[0]}"
+rss1=$(rss)
+echo >&"${PASTE[1]}"
+wait "$PASTE_PID"
+grew=$(((rss1 - rss0) / 1024))
+check "agtd stops reading a writer the jail does not read (took $((sent >> 20)) of 256 MiB)" \
+  test "${sent:-0}" -lt $((256 << 20))
+check "and its memory grows by little meanwhile (${grew} MiB, < 32)" test "$grew" -lt 32
+ctl jail rm deaf --force >/dev/null
+
 ctl jail rm ex --force >/dev/null
 ctl jail rm web --force >/dev/null
 ctl jail rm sh1 >/dev/null
