@@ -437,8 +437,11 @@ void agt_disk_release(struct agt_disk *dk)
     for (i = 0; !dk->shared && i < 500 && image_attached(dk->image, dev, sizeof dev); i++)
       usleep(10000);
     if (i == 500)
-      fprintf(stderr, "agtd: '%s' is still attached to %s after 5 s (mounted elsewhere?)\n",
-              dk->image, dev);
+      fprintf(stderr,
+              "agtd: '%s' is still attached to %s after 5 s: a mount of it is left elsewhere "
+              "(a mount namespace made while agtd had it mounted holds a copy: "
+              "grep ' %s ' /proc/*/mountinfo); it is detached once that goes\n",
+              dk->image, dev, dev);
   }
   free(dk->dir);
   free(dk->image);

@@ -69,9 +69,11 @@ agtd_stop
 # A layers.img attached to a loop device already (mounted elsewhere) is not mounted again.
 if [ -f "$STATE/layers.img" ] && command -v losetup >/dev/null; then
   dev=$(losetup --find --show --read-only "$STATE/layers.img")
+  TEST_LOOP_DEV=$dev # (detached by finish if the test is cut short)
   out=$(timeout 20 "$AGTD" serve --socket "$SOCK" --state-dir "$STATE" --cgroup "$CG" 2>&1)
   rc=$?
   losetup -d "$dev"
+  TEST_LOOP_DEV=
   like "agtd refuses a layers.img attached elsewhere" "$out" \
     "layers.img' is attached to $dev already"
   check "and exits non-zero (rc $rc)" test "$rc" -ne 0

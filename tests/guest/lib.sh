@@ -206,6 +206,8 @@ kill_keepers() {
 
 finish() {
   local rc=$?
+  # a loop device the test attached itself (no autoclear: nothing else would detach it)
+  [ -n "${TEST_LOOP_DEV:-}" ] && losetup -d "$TEST_LOOP_DEV"
   provider_stop
   remove_all_jails
   agtd_stop
@@ -225,3 +227,5 @@ finish() {
   exit $?
 }
 trap finish EXIT
+# killed by meson's timeout (SIGTERM): clean up all the same (bash runs no EXIT trap then)
+trap 'exit 143' TERM
