@@ -167,7 +167,8 @@ static const struct agt_cmd_help update_help = {
     "manifest it was built from, when any of its inputs changed (a new toybox build, a library "
     "of the closure, an edited manifest): every source is resolved again and read, and a new "
     "build is made only when the tree would differ. Prints each input that changed, old -> "
-    "new. Running jails keep the build they started on.",
+    "new. Running jails keep the build they started on. Without NAME, a name whose manifest "
+    "is gone is skipped with a note; named, it is an error saying what to do.",
     build_opts};
 
 /* One name's outcome: a line, then one line per input that changed. */
@@ -178,6 +179,10 @@ static void print_update(json_t *u)
 
   if (json_object_get(u, "error")) {
     printf("%s: error: %s\n", str(u, "name"), str(u, "error"));
+    return;
+  }
+  if (json_object_get(u, "skipped")) {
+    printf("%s: skipped: %s\n", str(u, "name"), str(u, "skipped"));
     return;
   }
   if (!json_is_true(json_object_get(u, "changed"))) {

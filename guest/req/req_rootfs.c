@@ -155,6 +155,7 @@ struct update_job {
   agtd_t *d;
   char *store;
   char **names; /* NULL-terminated */
+  int every;    /* no name was given: each name in the store */
   struct agt_rootfs_build_opts opts;
   struct client_reader reader;
   json_t *updates;
@@ -169,7 +170,9 @@ static void update_work(uv_work_t *w)
     json_t *res = NULL;
     agt_error_t e = NULL;
     if (agt_rootfs_update(u->store, *n, &u->opts, &res, &e) < 0) {
-      res = json_pack("{s:s, s:s}", "name", *n, "error", e->msg);
+      /* a name not asked for, with nothing to rebuild from: noted, not a failure */
+      res = json_pack("{s:s, s:s}", "name", *n,
+                      u->every && e->kind == AGT_E_NOTFOUND ? "skipped" : "error", e->msg);
       agt_error_release(&e);
     }
     json_array_append_new(u->updates, res);
@@ -237,6 +240,7 @@ int agt_req_rootfs_update(agt_req_t *req, json_t **result, agt_error_t *err)
     u->names[n++] = xstrdup(name);
   } else {
     /* every name in the store, each once (the list is newest first) */
+    u->every = 1;
     if (agt_rootfs_list(req->d->rootfs_dir, &list, err) < 0) {
       free(u);
       return -1;

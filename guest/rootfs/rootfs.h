@@ -72,7 +72,8 @@ int agt_rootfs_resolve_in(json_t *list, const char *store_dir, const char *ref, 
  *   {"name", "changed": false, "id"}  nothing changed, nothing built, or
  *   {"name", "changed": true, "old_id", "id", "reused": bool,
  *    "changes": [{"input", "old", "new"}...]}  (old/new: "source (sha256 12 hex)" or null)
- * Builds of the old id stay in the store for the jails that use them. */
+ * Builds of the old id stay in the store for the jails that use them.  A build whose manifest
+ * is gone (or that records none) is an error of kind AGT_E_NOTFOUND saying what to do. */
 int agt_rootfs_update(const char *store_dir, const char *name,
                       const struct agt_rootfs_build_opts *opts, json_t **result, agt_error_t *err);
 

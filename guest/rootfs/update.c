@@ -71,13 +71,23 @@ int agt_rootfs_update(const char *store_dir, const char *name,
   label = json_string_value(json_object_get(old, "name"));
   label = label ? label : name;
   manifest = json_string_value(json_object_get(old, "manifest"));
+  /* Nothing to rebuild from: AGT_E_NOTFOUND, saying what to do (an update of every name
+   * skips these, rootfs.h). */
   if (manifest == NULL || manifest[0] != '/') {
-    agt_error_kind(err, AGT_E_STATE, "rootfs '%s' (%.12s) records no manifest path to rebuild from",
-                   name, old_id);
+    agt_error_kind(err, AGT_E_NOTFOUND,
+                   "rootfs '%s' (%.12s) records no manifest path to rebuild from: build it again "
+                   "from its manifest (agt rootfs build FILE), or remove it (agt rootfs rm %.12s)",
+                   name, old_id, old_id);
     goto out;
   }
   if (access(manifest, R_OK) < 0) {
-    agt_error_make(err, errno, "rootfs '%s' (%.12s) was built from '%s'", name, old_id, manifest);
+    if (errno == ENOENT)
+      agt_error_kind(err, AGT_E_NOTFOUND,
+                     "rootfs '%s' (%.12s) was built from '%s', which is gone: build it again from "
+                     "a manifest (agt rootfs build FILE), or remove it (agt rootfs rm %.12s)",
+                     name, old_id, manifest, old_id);
+    else
+      agt_error_make(err, errno, "rootfs '%s' (%.12s) was built from '%s'", name, old_id, manifest);
     goto out;
   }
 

@@ -4,7 +4,7 @@
 # new build, and the update prints that input old -> new (its versioned path and hash), the
 # libraries it brings and the applet links that moved; a jail started before keeps the old
 # build, a jail started after gets the new one; an edited manifest is an input too; a
-# manifest that went away is a clear error.
+# manifest that went away is a clear error, and skipped with a note when no name is given.
 #
 # Needs root, Linux and the project's toybox build (scripts/toybox-build.sh, ./dev deps).
 set -u
@@ -126,8 +126,11 @@ like "an input back as it was: the earlier build reused" "$(printf '%s\n' "$OUT"
 mv "$T/upd.yaml" "$T/upd.yaml.gone"
 run agt rootfs update upd
 is "a manifest that went away: exit 1" "$RC" 1
-like "saying which build and which path" "$OUT$ERR" \
-  "upd: error: rootfs 'upd' \(${ID1:0:12}\) was built from '$T/upd.yaml': No such file or directory"
+like "saying which build and which path, and what to do" "$OUT$ERR" \
+  "upd: error: rootfs 'upd' \(${ID1:0:12}\) was built from '$T/upd.yaml', which is gone: build it again from a manifest \(agt rootfs build FILE\), or remove it \(agt rootfs rm ${ID1:0:12}\)"
+run agt rootfs update
+is "without a name, a build whose manifest went away is skipped: exit 0" "$RC" 0
+like "with a note" "$OUT" "^upd: skipped: rootfs 'upd' \(${ID1:0:12}\) was built from '$T/upd.yaml', which is gone: "
 run agt rootfs update nosuch
 is "an unknown name: exit 1" "$RC" 1
 like "saying so" "$ERR" "nosuch"
