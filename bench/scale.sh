@@ -11,6 +11,8 @@
 # its own agtd), its agtd (by pid), its cgroups and its scratch directory.
 #
 # Needs root and Linux.  Knobs: BUILD (build), SCALE_JAILS (1000), SCALE_LS_RUNS (50),
+# SCALE_LS_STALE_RUNS (5: agt jail ls runs each 2.1 s after the last, when agtd reads every
+# jail's cgroup again),
 # SCALE_BURST (100), SCALE_CLIENTS (16), SCALE_DISK (16 MiB: each jail's disk limit; the
 # default, an eighth of the jails' disk, lets only 8 run), BENCH_UID (1000).
 set -euo pipefail
@@ -24,6 +26,7 @@ PROBE=$BUILD/tests/guest/probe
 DRIVER=$BUILD/bench/agt-bench
 JAILS=${SCALE_JAILS:-1000}
 LS_RUNS=${SCALE_LS_RUNS:-50}
+STALE_RUNS=${SCALE_LS_STALE_RUNS:-5}
 BURST=${SCALE_BURST:-100}
 CLIENTS=${SCALE_CLIENTS:-16}
 DISK=${SCALE_DISK:-16777216}
@@ -132,6 +135,23 @@ for i in $(seq 1 "$LS_RUNS"); do
 done
 CPU1=$(cpu_ms "$AGTD_PID")
 LS_LINES=$(($(wc -l <"$T/ls.out") - 1))
+# the same, each run once every jail's cgroup figures are older than agtd reads again (2 s):
+# what a listing costs that reads all of them
+echo "bench: scale: agt jail ls x $STALE_RUNS, each after 2.1 s" >&2
+: >"$T/stale.us"
+STALE_CPU=0
+for i in $(seq 1 "$STALE_RUNS"); do
+  sleep 2.1
+  c0=$(cpu_ms "$AGTD_PID")
+  t0=$(date +%s%N)
+  if ! "$AGT" --config "$T/config.yaml" jail ls >"$T/ls.out" 2>"$T/ls.err"; then
+    LS_ERR="stale run $i: $(head -3 "$T/ls.err")"
+    break
+  fi
+  t1=$(date +%s%N)
+  echo $(((t1 - t0) / 1000)) >>"$T/stale.us"
+  STALE_CPU=$((STALE_CPU + $(cpu_ms "$AGTD_PID") - c0))
+done
 pct() { # file p -> nearest-rank percentile of microseconds, in ms
   sort -n "$1" | awk -v p="$2" '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit }
     i = int(p / 100 * NR + 0.999999); if (i < 1) i = 1; printf "%.1f", v[i] / 1000 }'
@@ -139,6 +159,8 @@ pct() { # file p -> nearest-rank percentile of microseconds, in ms
 LS50=$( [ -s "$T/ls.us" ] && pct "$T/ls.us" 50 || echo -)
 LS99=$( [ -s "$T/ls.us" ] && pct "$T/ls.us" 99 || echo -)
 LS_N=$( [ -s "$T/ls.us" ] && wc -l <"$T/ls.us" || echo 0)
+ST50=$( [ -s "$T/stale.us" ] && pct "$T/stale.us" 50 || echo -)
+ST_N=$( [ -s "$T/stale.us" ] && wc -l <"$T/stale.us" || echo 0)
 
 echo "bench: scale: removing the idle jails" >&2
 t0=$(date +%s%N)
@@ -188,6 +210,8 @@ echo "   agt jail ls (target local, whole command), $LS_N runs, listing $LS_LINE
   "$(awk -v a="$LS50" -v t="$TARGET_LS_MS" -v n="$LS_N" -v r="$LS_RUNS" 'BEGIN { print (n == r && a != "-" && a < t) ? "met" : "missed" }')"
 echo "   agtd's CPU time (user + system) over those calls: $((CPU1 - CPU0)) ms," \
   "$(awk -v c="$((CPU1 - CPU0))" -v n="$LS_N" 'BEGIN { if (n > 0) printf "%.1f", c / n; else print "-" }') ms per jail.ls"
+echo "   agt jail ls each after 2.1 s (every jail's cgroup read again), $ST_N runs: p50 $ST50 ms;" \
+  "agtd's CPU time $(awk -v c="$STALE_CPU" -v n="$ST_N" 'BEGIN { if (n > 0) printf "%.1f", c / n; else print "-" }') ms per jail.ls"
 [ -z "$LS_ERR" ] || echo "   agt jail ls FAILED: $LS_ERR"
 echo "   removing them all: $RM_S s$([ "$RM_FAIL" = 0 ] || echo ", with FAILURES (above)")"
 echo "   burst: $(val burst.started) of $BURST started from $(val burst.clients) clients in $(val burst.wall_s) s;" \
