@@ -311,12 +311,10 @@ mkdir -p "$T/slow"
 printf '#!/bin/sh\nwhile [ ! -e %s/gate ]; do sleep 0.1; done\nexec %s "$@"\n' "$T" \
   "$(command -v ssh-keygen)" >"$T/slow/ssh-keygen"
 chmod 755 "$T/slow/ssh-keygen"
+# Processes by their command line: one pgrep, not a tr and a grep for each of the machine's
+# processes (thousands of them while other jails run: minutes of forks on a busy machine).
 agtds() { # the agtds serving this VM's state
-  local n=0 f
-  for f in /proc/[0-9]*/cmdline; do
-    tr '\0' ' ' 2>/dev/null <"$f" | grep -q "^$AGTD serve .*$VMDIR/disk/agt" && n=$((n + 1))
-  done
-  echo "$n"
+  pgrep -fc -- "^$AGTD serve .*$VMDIR/disk/agt" || true
 }
 wait_for_text() { # wait_for_text PATTERN FILE...: up to 20 s
   for _ in $(seq 1 200); do
@@ -367,11 +365,8 @@ is "the limactl start it waited for succeeds too" "$?" 0
 is "with one agtd" "$(agtds)" 1
 
 # --- agt up --timeout bounds the wait for agtd
-for f in /proc/[0-9]*/cmdline; do
-  if tr '\0' ' ' 2>/dev/null <"$f" | grep -q "^$AGTD serve .*$VMDIR/disk/agt"; then
-    p=${f#/proc/}
-    kill -KILL "${p%/cmdline}"
-  fi
+for p in $(pgrep -f -- "^$AGTD serve .*$VMDIR/disk/agt"); do
+  kill -KILL "$p"
 done
 t0=$(date +%s)
 run agt up --timeout 3s
@@ -399,9 +394,6 @@ like "saying it does not exist" "$OUT" "does not exist"
 agt --instance gold delete --force >/dev/null 2>&1
 agt --instance gold2 delete --force >/dev/null 2>&1
 is "no VM is left" "$(AGT_FAKE_LIMACTL_ALLOW_ROOT=1 limactl list -q 2>/dev/null)" ""
-left=0
-for f in /proc/[0-9]*/cmdline; do # expanded before any tr or grep below starts
-  tr '\0' ' ' 2>/dev/null <"$f" | grep -qF -- "$LIMA_HOME" && left=$((left + 1))
-done
+left=$(pgrep -fc -- "$LIMA_HOME" || true)
 is "no process of the stand-in's VMs is left" "$left" 0
 is "no mount is left" "$(grep -c " $T/" /proc/self/mountinfo)" 0
