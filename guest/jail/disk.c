@@ -212,25 +212,48 @@ static int quota_enable(const char *dir, agt_error_t *err)
   return 0;
 }
 
-/* Quotas are on (full or simple) where the file system lists qgroups in sysfs. */
-static int quotas_on(const char *dir)
+/* The UUID of the btrfs dir is on, as blkid writes it; -1 when it cannot be read. */
+static int fs_uuid(const char *dir, char uuid[37])
 {
   cleanup_close int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   struct btrfs_ioctl_fs_info_args fi;
-  char path[128], uuid[37];
 
   if (fd < 0)
-    return 0;
+    return -1;
   memset(&fi, 0, sizeof fi);
   if (ioctl(fd, BTRFS_IOC_FS_INFO, &fi) < 0)
+    return -1;
+  snprintf(uuid, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+           fi.fsid[0], fi.fsid[1], fi.fsid[2], fi.fsid[3], fi.fsid[4], fi.fsid[5], fi.fsid[6],
+           fi.fsid[7], fi.fsid[8], fi.fsid[9], fi.fsid[10], fi.fsid[11], fi.fsid[12], fi.fsid[13],
+           fi.fsid[14], fi.fsid[15]);
+  return 0;
+}
+
+/* Quotas are on (full or simple) where the file system lists qgroups in sysfs. */
+static int quotas_on(const char *dir)
+{
+  char path[128], uuid[37];
+
+  if (fs_uuid(dir, uuid) < 0)
     return 0;
-  snprintf(uuid, sizeof uuid,
-           "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", fi.fsid[0],
-           fi.fsid[1], fi.fsid[2], fi.fsid[3], fi.fsid[4], fi.fsid[5], fi.fsid[6], fi.fsid[7],
-           fi.fsid[8], fi.fsid[9], fi.fsid[10], fi.fsid[11], fi.fsid[12], fi.fsid[13], fi.fsid[14],
-           fi.fsid[15]);
   snprintf(path, sizeof path, "/sys/fs/btrfs/%s/qgroups", uuid);
   return access(path, F_OK) == 0;
+}
+
+/* Did agt make the btrfs mounted on dir (the Lima VM's jails disk, which agt's provisioning
+ * formats)?  Its maker writes AGT_DISK_MARK at its root, holding the file system's UUID,
+ * right after mkfs.btrfs: the mark of another file system (files copied over) does not count. */
+static int made_by_agt(const char *dir)
+{
+  cleanup_free char *path = xasprintf("%s/%s", dir, AGT_DISK_MARK);
+  cleanup_file FILE *f = fopen(path, "re");
+  char uuid[37], line[64];
+
+  if (f == NULL || fgets(line, sizeof line, f) == NULL || fs_uuid(dir, uuid) < 0)
+    return 0;
+  line[strcspn(line, "\n")] = '\0';
+  return strcmp(line, uuid) == 0;
 }
 
 /* Is dir the mount point of a btrfs on a loop device backed by image (agtd's own, mounted by
@@ -277,14 +300,22 @@ static int disk_setup(struct agt_disk *dk, const char *state_dir, uint64_t image
     dk->mounted = 1;
     dk->own = 1;
   }
+  if (is_btrfs(dk->dir) && !dk->own && made_by_agt(dk->dir)) {
+    /* agt made it (the Lima VM's jails disk): agtd's like its image. */
+    dk->own = 1;
+    if (chmod(dk->dir, 0700) < 0)
+      return agt_error_make(err, errno, "chmod '%s'", dk->dir);
+    return quota_enable(dk->dir, err);
+  }
   if (is_btrfs(dk->dir) && !dk->own) {
-    /* A file system someone else made (the Lima guest's jails disk, a btrfs root): agtd
-     * never turns its quotas on; whoever made it decides. */
+    /* A file system someone else made (a btrfs root, a disk of the user's): agtd never turns
+     * its quotas on; whoever made it decides. */
     if (!quotas_on(dk->dir))
       return agt_error_kind(err, AGT_E_STATE,
-                            "'%s' is a btrfs that agtd did not make and its quotas are off "
-                            "(btrfs quota enable '%s' turns them on)",
-                            dk->dir, dk->dir);
+                            "'%s' is a btrfs that agt did not make (no %s holding its UUID) and "
+                            "its quotas are off: agtd never turns quotas on on a file system it "
+                            "did not make (btrfs quota enable '%s' turns them on)",
+                            dk->dir, AGT_DISK_MARK, dk->dir);
     return 0;
   }
   if (!is_btrfs(dk->dir)) {

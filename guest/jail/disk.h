@@ -7,9 +7,11 @@
  * layer cannot take the space its record, its log or another jail's log needs.  A jail's
  * <jail dir>/rw is a symlink to its layer, <layers>/<name>.<stamp>.
  *
- * When the layers directory is on btrfs already (the Lima guest's jails disk), agtd uses it
- * as it is: with limits when its quotas are on, without when they are off, for agtd never
- * turns on quotas on a file system it did not make.  Otherwise agtd makes a sparse image
+ * When the layers directory is on btrfs already, agtd uses it as it is.  One agt made (the
+ * Lima VM's jails disk, a Lima disk of its own that agt's provisioning formats and marks with
+ * AGT_DISK_MARK) is agtd's like its image: agtd turns its quotas on.  Any other has limits
+ * when its quotas are on and none when they are off, for agtd never turns on quotas on a
+ * file system agt did not make.  Otherwise agtd makes a sparse image
  * <state>/layers.img (mkfs.btrfs, once), mounts it there through a loop device and turns its
  * quotas on.  Without btrfs (no mkfs.btrfs, no loop device) agtd still runs, the layers in
  * plain directories on the state's file system and no disk limit, and says so in its log and
@@ -25,11 +27,15 @@
 
 #include "error.h"
 
+/* At the root of a btrfs agt made for the layers (not agtd's image): the file system's UUID,
+ * written by its maker right after mkfs.btrfs (lima/provision/agtd.sh). */
+#define AGT_DISK_MARK ".agt-jails-disk"
+
 struct agt_disk {
   int enabled;       /* jails get subvolumes with quotas */
   int mounted;       /* agtd mounted the image (and unmounts it at exit) */
   int shared;        /* ... from a loop device a mount elsewhere had attached already */
-  int own;           /* agtd made the file system (its image) */
+  int own;           /* agt made the file system (agtd its image, or AGT_DISK_MARK) */
   char *dir;         /* <state>/layers, or --layers-dir */
   char *image;       /* <state>/layers.img */
   char *why_off;     /* when !enabled: the reason, for the log and daemon.status */

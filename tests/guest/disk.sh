@@ -10,7 +10,7 @@ disk_finish() {
   local rc=$?
   [ -z "$P2" ] || { kill -TERM "$P2" 2>/dev/null; wait "$P2" 2>/dev/null; }
   agtd_stop
-  for m in "$T/state2/jails" "$T/mine" "$T/layers"; do
+  for m in "$T/state2/jails" "$T/mine" "$T/layers" "$T/agts"; do
     grep -q " $m " /proc/self/mountinfo && umount "$m"
   done
   for d in /sys/fs/cgroup/*/"$CG-2" /sys/fs/cgroup/"$CG-2"; do
@@ -133,11 +133,30 @@ wait "$P2"
 P2=
 umount "$S2/jails"
 theirs layers
+# a mark copied from a btrfs agt made: not this one's UUID
+echo 01234567-89ab-cdef-0123-456789abcdef >"$T/layers/.agt-jails-disk"
 agtd_start --layers-dir "$T/layers"
-is "nor on its layers directory" "$(qgroups "$T/layers")" off
+is "nor on its layers directory (a mark of another file system's)" "$(qgroups "$T/layers")" off
 like "it runs without limits there, saying why" "$(ctl status)" \
-  "quotas are off \\(btrfs quota enable '$T/layers' turns them on\\)"
+  "agtd never turns quotas on on a file system it did not make \\(btrfs quota enable '$T/layers' turns them on\\)"
 agtd_stop
+rm "$T/layers/.agt-jails-disk"
+
+# 5b. A btrfs agt made (the Lima VM's jails disk: lima/provision/agtd.sh formats it and writes
+# its UUID into .agt-jails-disk): agtd's own, quotas turned on.
+theirs agts
+blkid -s UUID -o value "$T/agts.img" >"$T/agts/.agt-jails-disk"
+agtd_start --layers-dir "$T/agts"
+is "agtd turns quotas on on a btrfs agt made (its mark holds its UUID)" "$(qgroups "$T/agts")" on
+like "and limits the jails there" "$(ctl status)" '"limits": true'
+ctl jail run --name a1 --rootfs "$R" --disk 32M -- /bin/sh -c \
+  'dd if=/dev/zero of=/home/agent/fill bs=1M count=64' >/dev/null
+ctl jail wait a1 >/dev/null
+like "a jail there stops at its limit" "$(ctl jail logs a1)" "Disk quota exceeded"
+ctl jail rm a1 >/dev/null
+check "the mark stays" test -f "$T/agts/.agt-jails-disk"
+agtd_stop
+umount "$T/agts"
 btrfs quota enable "$T/layers"
 btrfs subvolume create "$T/layers/their-subvolume" >/dev/null
 mkdir -p "$T/layers/their-dir/upper"
