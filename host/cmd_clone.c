@@ -1,9 +1,12 @@
 /* agt clone NAME: copy the VM into a new one, for example a gold image to start others
  * from.  Lima clones only a VM that is not running, so a running source is stopped first
- * and started again afterwards.  The clone picks its own SSH port at its first start. */
+ * and started again afterwards.  The clone picks its own SSH port at its first start, and
+ * gets a copy of the source's jails' disk as its own (jails_disk.h): its jails are the
+ * source's as they were when it stopped, records and writable layers alike. */
 #include <stdio.h>
 
 #include "agt.h"
+#include "jails_disk.h"
 
 struct clone_opts {
   int start;
@@ -16,8 +19,8 @@ static const struct agt_opt opts[] = {
 
 static const struct agt_cmd_help help = {
     "agt clone [--start] NAME",
-    "Copy the VM (disk, settings) into a new VM called NAME; a running VM is stopped for the "
-    "copy and started again.",
+    "Copy the VM (disk, jails' disk, settings) into a new VM called NAME; a running VM is "
+    "stopped for the copy and started again.",
     opts};
 
 int cmd_clone(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
@@ -59,7 +62,7 @@ int cmd_clone(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     if (agt_lima_stop(&c->lima, src, 0, err) < 0)
       return agt_error_wrap(err, "cannot stop vm '%s'", src);
   }
-  r = agt_lima_clone(&c->lima, src, dst, err);
+  r = agt_vm_clone(c, src, dst, err);
   if (r < 0)
     agt_error_wrap(err, "cannot clone vm '%s' to '%s'", src, dst);
   if (was_running) {

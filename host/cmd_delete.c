@@ -1,5 +1,5 @@
-/* agt delete: delete the VM with its disk, after asking (or with --force).  Target local:
- * stop agtd and remove its state. */
+/* agt delete: delete the VM with its disk and its jails' disk (jails_disk.h), after asking
+ * (or with --force).  Target local: stop agtd and remove its state. */
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +8,7 @@
 
 #include "agt.h"
 #include "agtd_local.h"
+#include "jails_disk.h"
 #include "cleanup.h"
 #include "xalloc.h"
 
@@ -18,7 +19,8 @@ static const struct agt_opt opts[] = {
 
 static const struct agt_cmd_help help = {
     "agt delete [--force]",
-    "Delete the VM and its disk: its jails, rootfs and workspaces go too (target local: stop "
+    "Delete the VM, its disk and its jails' disk: its jails, rootfs and workspaces go too "
+    "(target local: stop "
     "agtd and remove its state: jails, root filesystems, the jails' disk image).",
     opts};
 
@@ -142,12 +144,12 @@ int cmd_delete(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   }
   agt_lima_instance_release(&in);
   if (!f.force) {
-    cleanup_free char *q = xasprintf("delete vm '%s' and its disk?", name);
+    cleanup_free char *q = xasprintf("delete vm '%s', its disk and its jails' disk?", name);
     if (!agt_confirm(q))
       return agt_error_kind(err, AGT_E_INVALID, "vm '%s' not deleted%s", name,
                             isatty(0) ? "" : ": no terminal to ask on, use --force");
   }
-  if (agt_lima_delete(&c->lima, name, 1, err) < 0)
+  if (agt_vm_delete(c, name, err) < 0)
     return agt_error_wrap(err, "cannot delete vm '%s'", name);
   printf("vm '%s' deleted\n", name);
   return 0;

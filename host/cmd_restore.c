@@ -2,7 +2,8 @@
  * GOLD (made earlier with `agt clone GOLD`), which is then started.  The copy is made
  * first, under a temporary name; only when it exists is the working VM stopped, renamed
  * aside, the copy renamed into its place, and the old one deleted.  Any failure before
- * the swap leaves the working VM as it was. */
+ * the swap leaves the working VM as it was.  The copy gets a copy of the gold VM's jails'
+ * disk; the replaced VM's jails' disk goes with it (jails_disk.h). */
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "agt.h"
+#include "jails_disk.h"
 #include "cleanup.h"
 #include "xalloc.h"
 
@@ -62,7 +64,7 @@ static void drop_copy(struct agt_ctx *c, const char *tmp)
 
   if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
     return;
-  if (agt_lima_delete(&c->lima, tmp, 1, &e) == 0)
+  if (agt_vm_delete(c, tmp, &e) == 0)
     return;
   if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0) {
     fprintf(stderr, "agt: the copy '%s' is left (%s): %s\n", tmp, dir, e->msg);
@@ -140,7 +142,7 @@ int cmd_restore(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     return -1;
   if (found) {
     agt_note(c, "deleting '%s', the copy an earlier restore left", tmp);
-    if (agt_lima_delete(&c->lima, tmp, 1, err) < 0)
+    if (agt_vm_delete(c, tmp, err) < 0)
       return agt_error_wrap(err, "cannot delete vm '%s'", tmp);
   }
 
@@ -156,7 +158,7 @@ int cmd_restore(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   }
 
   agt_note(c, "copying vm '%s' to '%s'", gold, tmp);
-  if (agt_lima_clone(&c->lima, gold, tmp, err) < 0) {
+  if (agt_vm_clone(c, gold, tmp, err) < 0) {
     drop_copy(c, tmp);
     agt_error_wrap(err, "cannot copy vm '%s'", gold);
     return agt_error_wrap(err, wfound ? "vm '%s' is unchanged" : "vm '%s' not restored", name);
@@ -183,7 +185,7 @@ int cmd_restore(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     }
     return agt_error_wrap(err, "the copy of '%s' is left as '%s'", gold, tmp);
   }
-  if (wfound && agt_lima_delete(&c->lima, old, 1, &e2) < 0) {
+  if (wfound && agt_vm_delete(c, old, &e2) < 0) {
     fprintf(stderr, "agt: the replaced vm is left as '%s': %s\n", old, e2->msg);
     agt_error_release(&e2);
   }

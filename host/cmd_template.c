@@ -4,6 +4,7 @@
 
 #include "agt.h"
 #include "cleanup.h"
+#include "xalloc.h"
 #include "util.h"
 
 struct tmpl_opts {
@@ -51,8 +52,14 @@ int cmd_template(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     return -1;
   if (i < argc)
     return agt_error_kind(err, AGT_E_INVALID, "agt template takes no operands");
-  if (agt_template_render(&c->cfg, &o.host, &yaml, err) < 0)
-    return -1;
+  {
+    /* the jails' disk a new VM gets (agt up makes it first; NAME-jails-2 ... when taken) */
+    cleanup_free char *disk =
+        xasprintf("%s-jails", c->target.instance ? c->target.instance
+                                                 : agt_config_get(&c->cfg, AGT_CFG_VM_NAME));
+    if (agt_template_render(&c->cfg, &o.host, disk, &yaml, err) < 0)
+      return -1;
+  }
   if (o.output)
     return agt_write_file(o.output, yaml, strlen(yaml), 0644, err);
   fputs(yaml, stdout);

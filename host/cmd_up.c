@@ -17,6 +17,7 @@
 #include "agt_paths.h"
 #include "agtd_local.h"
 #include "cleanup.h"
+#include "jails_disk.h"
 #include "subprocess.h"
 #include "util.h"
 #include "xalloc.h"
@@ -67,35 +68,90 @@ static void warn_global_lima_config(struct agt_ctx *c)
   }
 }
 
+/* The jails' disk of a VM that failed to come into being: it goes too. */
+static void drop_disk(struct agt_ctx *c, const char *disk)
+{
+  agt_error_t e2 = NULL;
+
+  if (agt_jails_disk_delete(c, disk, &e2) < 0) {
+    fprintf(stderr, "agt: the jails' disk '%s' is left: %s\n", disk, e2->msg);
+    agt_error_release(&e2);
+  }
+}
+
 static int create_vm(struct agt_ctx *c, const char *name, agt_error_t *err)
 {
-  cleanup_free char *yaml = NULL, *file = NULL;
+  cleanup_free char *yaml = NULL, *file = NULL, *disk = NULL;
+  uint64_t size;
 
-  if (agt_template_render(&c->cfg, &c->host, &yaml, err) < 0)
+  /* rendered first: a config error makes no disk */
+  if (agt_template_render(&c->cfg, &c->host, NULL, &yaml, err) < 0)
     return agt_error_wrap(err, "cannot create vm '%s'", name);
+  free(yaml);
+  yaml = NULL;
+  if (agt_config_size(&c->cfg, AGT_CFG_VM_JAILS_DISK, &size, err) < 0 ||
+      agt_jails_disk_make(c, name, size, &disk, err) < 0)
+    return agt_error_wrap(err, "cannot create vm '%s'", name);
+  if (agt_template_render(&c->cfg, &c->host, disk, &yaml, err) < 0) {
+    drop_disk(c, disk);
+    return agt_error_wrap(err, "cannot create vm '%s'", name);
+  }
   file = xasprintf("%s/%s.yaml", c->lima.workdir, name);
-  if (agt_write_file(file, yaml, strlen(yaml), 0600, err) < 0)
+  if (agt_write_file(file, yaml, strlen(yaml), 0600, err) < 0) {
+    drop_disk(c, disk);
     return -1;
+  }
   agt_note(c, "creating vm '%s' from %s (rendered: %s)", name,
            agt_config_get(&c->cfg, AGT_CFG_VM_TEMPLATE), file);
   if (agt_lima_create(&c->lima, name, file, err) < 0) {
     struct agt_lima_instance in;
     agt_error_t e2 = NULL;
-    int found = 0;
+    int found = 0, left = 0;
     /* Lima leaves the instance of a failed create behind (its lima.yaml, no disk): the
      * next `agt up` would start that and never render the config again.  It did not
-     * exist before this call, so it goes. */
+     * exist before this call, so it goes, and its jails' disk with it. */
     if (agt_lima_list(&c->lima, name, &in, &found, NULL) == 0 && found) {
       agt_lima_instance_release(&in);
       if (agt_lima_delete(&c->lima, name, 1, &e2) < 0) {
         fprintf(stderr, "agt: the half-created vm '%s' is left: %s\n", name, e2->msg);
         agt_error_release(&e2);
+        left = 1;
       } else {
         agt_note(c, "removed the half-created vm '%s'", name);
       }
     }
+    if (!left)
+      drop_disk(c, disk);
     return agt_error_wrap(err, "cannot create vm '%s'", name);
   }
+  return 0;
+}
+
+/* The VM's jails' disk before a start: a VM from before agt gave the jails one keeps
+ * working (agtd's image inside the root disk), saying so; a VM whose disk is gone cannot
+ * start (Lima would say "could not attach"): that is said plainly. */
+static int check_jails_disk(struct agt_ctx *c, const struct agt_lima_instance *in, agt_error_t *err)
+{
+  struct agt_lima_disk d;
+  int found;
+
+  if (in->jails_disk == NULL) {
+    agt_note(c,
+             "note: vm '%s' was made before agt gave the jails a Lima disk of their own: "
+             "agtd keeps their writable layers in an image inside its root disk ('agt delete' "
+             "and 'agt up' make it anew with one)",
+             in->name);
+    return 0;
+  }
+  if (agt_lima_disk_list(&c->lima, in->jails_disk, &d, &found, err) < 0)
+    return -1;
+  if (!found)
+    return agt_error_kind(err, AGT_E_NOTFOUND,
+                          "vm '%s' cannot start: its jails' disk, the Lima disk '%s', is gone "
+                          "(limactl disk ls); 'agt reset' makes an empty one, 'agt delete' "
+                          "deletes the VM",
+                          in->name, in->jails_disk);
+  agt_lima_disk_release(&d);
   return 0;
 }
 
@@ -410,6 +466,10 @@ int cmd_up(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     return -1;
   }
   if (in.status != AGT_LIMA_RUNNING) {
+    if (check_jails_disk(c, &in, err) < 0) {
+      agt_lima_instance_release(&in);
+      return -1;
+    }
     warn_global_lima_config(c);
     agt_note(c,
              "starting vm '%s' (the first boot downloads an image and provisions agtd: "

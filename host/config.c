@@ -46,6 +46,7 @@ static const struct key_desc keys[AGT_CFG_NKEYS] = {
     [AGT_CFG_VM_CPUS] = {"vm.cpus", T_UINT, NULL},
     [AGT_CFG_VM_MEMORY] = {"vm.memory", T_SIZE, NULL},
     [AGT_CFG_VM_DISK] = {"vm.disk", T_SIZE, NULL},
+    [AGT_CFG_VM_JAILS_DISK] = {"vm.jails_disk", T_SIZE, NULL},
     [AGT_CFG_VM_TYPE] = {"vm.vm_type", T_ENUM, "auto|vz|qemu"},
     [AGT_CFG_VM_ARCH] = {"vm.arch", T_ENUM, "default|x86_64|aarch64"},
     [AGT_CFG_VM_IMAGE] = {"vm.image", T_STR, NULL},
@@ -171,6 +172,11 @@ static int check_value(enum agt_cfg_key k, const char *v, agt_error_t *err)
     if ((k == AGT_CFG_VM_MEMORY || k == AGT_CFG_VM_DISK) && n < (1ull << 20))
       return agt_error_kind(err, AGT_E_INVALID, "'%s' %s is less than 1MiB: write a unit (4GiB)",
                             d->path, v);
+    if (k == AGT_CFG_VM_JAILS_DISK && n < (1ull << 30))
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "'%s' %s is less than 1GiB, too small for the jails' disk: write a "
+                            "unit (50GiB)",
+                            d->path, v);
     return 0;
   case T_LIMIT: {
     struct agt_jail_spec spec;
@@ -255,6 +261,7 @@ void agt_config_init(struct agt_config *c)
   set_text(&c->v[AGT_CFG_VM_CPUS], xstrdup("4"), &def);
   set_text(&c->v[AGT_CFG_VM_MEMORY], xstrdup("4GiB"), &def);
   set_text(&c->v[AGT_CFG_VM_DISK], xstrdup("50GiB"), &def);
+  set_text(&c->v[AGT_CFG_VM_JAILS_DISK], xstrdup("50GiB"), &def);
   set_text(&c->v[AGT_CFG_VM_TYPE], xstrdup("auto"), &def);
   set_text(&c->v[AGT_CFG_VM_ARCH], xstrdup("default"), &def);
   set_text(&c->v[AGT_CFG_VM_MOUNT_TYPE], xstrdup("default"), &def);

@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "cleanup.h"
+#include "template.h"
 #include "util.h"
 #include "xalloc.h"
 
@@ -139,13 +140,68 @@ char **agt_lima_argv_delete(const struct agt_lima *l, const char *name, int forc
   return agt_strv_steal(&s);
 }
 
-char **agt_lima_argv_clone(const struct agt_lima *l, const char *src, const char *dst)
+char **agt_lima_argv_clone(const struct agt_lima *l, const char *src, const char *dst,
+                           char *const *set)
 {
   struct agt_strv s = {0};
 
   base_args(l, &s, "clone");
+  for (size_t i = 0; set && set[i]; i++)
+    agt_strv_pushf(&s, "--set=%s", set[i]);
   agt_strv_push(&s, src);
   agt_strv_push(&s, dst);
+  return agt_strv_steal(&s);
+}
+
+/* `limactl disk SUB`: the base arguments, then the subcommand. */
+static void disk_args(const struct agt_lima *l, struct agt_strv *s, const char *sub)
+{
+  base_args(l, s, "disk");
+  agt_strv_push(s, sub);
+}
+
+char **agt_lima_argv_disk_create(const struct agt_lima *l, const char *name, uint64_t size)
+{
+  struct agt_strv s = {0};
+  char *sz = agt_lima_size(size);
+
+  disk_args(l, &s, "create");
+  agt_strv_pushf(&s, "--size=%s", sz);
+  agt_strv_push(&s, "--format=raw");
+  agt_strv_push(&s, name);
+  free(sz);
+  return agt_strv_steal(&s);
+}
+
+char **agt_lima_argv_disk_import(const struct agt_lima *l, const char *name, const char *file)
+{
+  struct agt_strv s = {0};
+
+  disk_args(l, &s, "import");
+  agt_strv_push(&s, name);
+  agt_strv_push(&s, file);
+  return agt_strv_steal(&s);
+}
+
+char **agt_lima_argv_disk_delete(const struct agt_lima *l, const char *name, int force)
+{
+  struct agt_strv s = {0};
+
+  disk_args(l, &s, "delete");
+  if (force)
+    agt_strv_push(&s, "--force");
+  agt_strv_push(&s, name);
+  return agt_strv_steal(&s);
+}
+
+char **agt_lima_argv_disk_list(const struct agt_lima *l, const char *name)
+{
+  struct agt_strv s = {0};
+
+  disk_args(l, &s, "list");
+  agt_strv_push(&s, "--json");
+  if (name)
+    agt_strv_push(&s, name);
   return agt_strv_steal(&s);
 }
 
@@ -251,6 +307,11 @@ static void fill_instance(json_t *o, struct agt_lima_instance *in)
   in->message = dup_str(o, "message");
   in->lima_version = dup_str(o, "limaVersion");
   in->is_protected = json_is_true(json_object_get(o, "protected"));
+  {
+    json_t *param = json_object_get(json_object_get(o, "config"), "param");
+    const char *jd = json_string_value(json_object_get(param, "AgtJailsDisk"));
+    in->jails_disk = jd && *jd ? xstrdup(jd) : NULL;
+  }
   json_array_foreach(errs, i, e)
   {
     if (json_is_string(e))
@@ -325,7 +386,64 @@ void agt_lima_instance_release(struct agt_lima_instance *in)
   agt_strv_free(in->errors);
   free(in->message);
   free(in->lima_version);
+  free(in->jails_disk);
   memset(in, 0, sizeof *in);
+}
+
+int agt_lima_parse_disk_list(const char *out, size_t len, const char *name, struct agt_lima_disk *d,
+                             int *found, agt_error_t *err)
+{
+  size_t off = 0;
+  unsigned line = 1;
+
+  memset(d, 0, sizeof *d);
+  *found = 0;
+  while (off < len) {
+    json_error_t je;
+    json_t *o;
+
+    while (off < len && isspace((unsigned char)out[off])) {
+      if (out[off] == '\n')
+        line++;
+      off++;
+    }
+    if (off >= len)
+      break;
+    o = json_loadb(out + off, len - off, JSON_DISABLE_EOF_CHECK, &je);
+    if (o == NULL)
+      return agt_error_kind(err, AGT_E_PROTO, "limactl disk list --json: line %u: %s", line,
+                            je.text);
+    off += (size_t)je.position;
+    if (!json_is_object(o)) {
+      json_decref(o);
+      return agt_error_kind(err, AGT_E_PROTO, "limactl disk list --json: line %u: not an object",
+                            line);
+    }
+    if (!*found && json_is_string(json_object_get(o, "name")) &&
+        strcmp(json_string_value(json_object_get(o, "name")), name) == 0) {
+      d->name = dup_str(o, "name");
+      d->size = get_u64(o, "size");
+      d->format = dup_str(o, "format");
+      d->dir = dup_str(o, "dir");
+      d->instance = dup_str(o, "instance");
+      if (d->instance && *d->instance == '\0') {
+        free(d->instance);
+        d->instance = NULL;
+      }
+      *found = 1;
+    }
+    json_decref(o);
+  }
+  return 0;
+}
+
+void agt_lima_disk_release(struct agt_lima_disk *d)
+{
+  free(d->name);
+  free(d->format);
+  free(d->dir);
+  free(d->instance);
+  memset(d, 0, sizeof *d);
 }
 
 /* limactl's messages. */
@@ -534,9 +652,48 @@ int agt_lima_delete(struct agt_lima *l, const char *name, int force, agt_error_t
   return run_simple(l, agt_lima_argv_delete(l, name, force), 1, err);
 }
 
-int agt_lima_clone(struct agt_lima *l, const char *src, const char *dst, agt_error_t *err)
+int agt_lima_clone(struct agt_lima *l, const char *src, const char *dst, char *const *set,
+                   agt_error_t *err)
 {
-  return run_simple(l, agt_lima_argv_clone(l, src, dst), 1, err);
+  return run_simple(l, agt_lima_argv_clone(l, src, dst, set), 1, err);
+}
+
+int agt_lima_disk_create(struct agt_lima *l, const char *name, uint64_t size, agt_error_t *err)
+{
+  return run_simple(l, agt_lima_argv_disk_create(l, name, size), 1, err);
+}
+
+int agt_lima_disk_import(struct agt_lima *l, const char *name, const char *file, agt_error_t *err)
+{
+  return run_simple(l, agt_lima_argv_disk_import(l, name, file), 1, err);
+}
+
+int agt_lima_disk_delete(struct agt_lima *l, const char *name, int force, agt_error_t *err)
+{
+  return run_simple(l, agt_lima_argv_disk_delete(l, name, force), 1, err);
+}
+
+int agt_lima_disk_list(struct agt_lima *l, const char *name, struct agt_lima_disk *d, int *found,
+                       agt_error_t *err)
+{
+  cleanup_strv char **argv = agt_lima_argv_disk_list(l, name);
+  cleanup_strv char **env = agt_lima_env(l);
+  struct agt_subprocess p = {.argv = argv, .env_set = env, .cwd = l->workdir, .capture = 1};
+  int r;
+
+  memset(d, 0, sizeof *d);
+  *found = 0;
+  if (agt_subprocess_run(&p, err) < 0)
+    return -1;
+  /* a missing disk: a warning ("No disk matching NAME found."), exit 0 */
+  r = agt_lima_parse_disk_list(p.out_buf, p.out_len, name, d, found, err);
+  if (r == 0 && p.exit_code != 0) {
+    agt_lima_disk_release(d);
+    *found = 0;
+    r = lima_failed("disk list", p.exit_code, p.err_buf, err);
+  }
+  agt_subprocess_release(&p);
+  return r;
 }
 
 int agt_lima_rename(struct agt_lima *l, const char *src, const char *dst, agt_error_t *err)

@@ -46,6 +46,17 @@ struct agt_lima_instance {
   char *message;
   char *lima_version;
   int is_protected;
+  char *jails_disk; /* config.param.AgtJailsDisk: the Lima disk agt made for its jails */
+};
+
+/* What `limactl disk ls --json NAME` says about one Lima disk (lima.md: `_disks/NAME/`,
+ * attached to one instance at a time, never deleted with it). */
+struct agt_lima_disk {
+  char *name;
+  uint64_t size; /* bytes */
+  char *format;
+  char *dir;      /* $LIMA_HOME/_disks/NAME, holding `datadisk` */
+  char *instance; /* the instance it is attached to (locked by), or NULL */
 };
 
 struct agt_lima {
@@ -69,7 +80,13 @@ char **agt_lima_argv_create(const struct agt_lima *l, const char *name, const ch
 char **agt_lima_argv_start(const struct agt_lima *l, const char *name, uint64_t timeout_s);
 char **agt_lima_argv_stop(const struct agt_lima *l, const char *name, int force);
 char **agt_lima_argv_delete(const struct agt_lima *l, const char *name, int force);
-char **agt_lima_argv_clone(const struct agt_lima *l, const char *src, const char *dst);
+/* set: `--set EXPR` each (yq expressions applied to the clone's lima.yaml), may be NULL. */
+char **agt_lima_argv_clone(const struct agt_lima *l, const char *src, const char *dst,
+                           char *const *set);
+char **agt_lima_argv_disk_create(const struct agt_lima *l, const char *name, uint64_t size);
+char **agt_lima_argv_disk_import(const struct agt_lima *l, const char *name, const char *file);
+char **agt_lima_argv_disk_delete(const struct agt_lima *l, const char *name, int force);
+char **agt_lima_argv_disk_list(const struct agt_lima *l, const char *name);
 char **agt_lima_argv_rename(const struct agt_lima *l, const char *src, const char *dst);
 char **agt_lima_argv_factory_reset(const struct agt_lima *l, const char *name);
 char **agt_lima_argv_list(const struct agt_lima *l, const char *name);
@@ -83,6 +100,10 @@ char **agt_lima_env(const struct agt_lima *l);
 int agt_lima_parse_list(const char *out, size_t len, const char *name,
                         struct agt_lima_instance *inst, int *found, agt_error_t *err);
 void agt_lima_instance_release(struct agt_lima_instance *inst);
+/* Parse `disk ls --json` output (one object a line): *d from the disk named `name`. */
+int agt_lima_parse_disk_list(const char *out, size_t len, const char *name, struct agt_lima_disk *d,
+                             int *found, agt_error_t *err);
+void agt_lima_disk_release(struct agt_lima_disk *d);
 
 /* limactl's own message from its stderr: the fatal one, else the errors, else the last
  * line.  JSON log lines ({"level","msg"}) and text lines (level=fatal msg="...") are both
@@ -96,7 +117,17 @@ int agt_lima_create(struct agt_lima *l, const char *name, const char *yaml_file,
 int agt_lima_start(struct agt_lima *l, const char *name, uint64_t timeout_s, agt_error_t *err);
 int agt_lima_stop(struct agt_lima *l, const char *name, int force, agt_error_t *err);
 int agt_lima_delete(struct agt_lima *l, const char *name, int force, agt_error_t *err);
-int agt_lima_clone(struct agt_lima *l, const char *src, const char *dst, agt_error_t *err);
+int agt_lima_clone(struct agt_lima *l, const char *src, const char *dst, char *const *set,
+                   agt_error_t *err);
+/* Lima disks: create (raw, size bytes), import (a copy of file), delete (one that is missing
+ * is no error, as with limactl; without force, limactl skips one that a VM holds or that a
+ * VM's lima.yaml names, with a warning and exit 0), list (the one named; *found 0 when there
+ * is none). */
+int agt_lima_disk_create(struct agt_lima *l, const char *name, uint64_t size, agt_error_t *err);
+int agt_lima_disk_import(struct agt_lima *l, const char *name, const char *file, agt_error_t *err);
+int agt_lima_disk_delete(struct agt_lima *l, const char *name, int force, agt_error_t *err);
+int agt_lima_disk_list(struct agt_lima *l, const char *name, struct agt_lima_disk *d, int *found,
+                       agt_error_t *err);
 int agt_lima_rename(struct agt_lima *l, const char *src, const char *dst, agt_error_t *err);
 int agt_lima_factory_reset(struct agt_lima *l, const char *name, agt_error_t *err);
 /* Whether the name stays within Lima's socket-path limit under l->home (create, clone and

@@ -251,8 +251,8 @@ static int check_source_tree(const char *dir, agt_error_t *err)
   return 0;
 }
 
-int agt_template_render(const struct agt_config *cfg, const struct agt_host *host, char **out,
-                        agt_error_t *err)
+int agt_template_render(const struct agt_config *cfg, const struct agt_host *host,
+                        const char *jails_disk, char **out, agt_error_t *err)
 {
   const char *tmpl = agt_config_get(cfg, AGT_CFG_VM_TEMPLATE);
   const char *vm_type = agt_config_get(cfg, AGT_CFG_VM_TYPE);
@@ -415,6 +415,18 @@ int agt_template_render(const struct agt_config *cfg, const struct agt_host *hos
     map_set_str(&r, v, "AgtWorkspaceRoots", s, YAML_DOUBLE_QUOTED_SCALAR_STYLE);
     map_set_str(&r, v, "AgtdSocket", agt_config_get(cfg, AGT_CFG_AGTD_SOCKET),
                 YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+    map_set_str(&r, v, "AgtJailsDisk", jails_disk ? jails_disk : "",
+                YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+  }
+  if (jails_disk) {
+    /* Lima attaches it without formatting it; provisioning makes it btrfs, and Lima's boot
+     * script mounts it as btrfs from the second boot on. */
+    int seq = add_seq(&r), d = add_map(&r);
+    map_set_str(&r, d, "name", jails_disk, YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+    map_set_str(&r, d, "format", "false", YAML_PLAIN_SCALAR_STYLE);
+    map_set_str(&r, d, "fsType", "btrfs", YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+    yaml_document_append_sequence_item(r.doc, seq, d);
+    map_set(&r, root, "additionalDisks", seq);
   }
 
   if (inline_files(&r, root, "provision", err) < 0 || inline_files(&r, root, "probes", err) < 0)

@@ -25,9 +25,11 @@ void agt_host_from_facts(struct agt_host *h, const struct agt_host_facts *f);
 /* "vz" or "qemu" for vm.vm_type "auto" on this host: vz on macOS 13 or later. */
 const char *agt_default_vm_type(const struct agt_host *host);
 
-/* Render the template named by vm.template.  *out is newly allocated YAML text. */
-int agt_template_render(const struct agt_config *cfg, const struct agt_host *host, char **out,
-                        agt_error_t *err);
+/* Render the template named by vm.template.  jails_disk: the Lima disk for the jails'
+ * layers (additionalDisks and param AgtJailsDisk), NULL for none.  *out is newly allocated
+ * YAML text. */
+int agt_template_render(const struct agt_config *cfg, const struct agt_host *host,
+                        const char *jails_disk, char **out, agt_error_t *err);
 
 /* "4GiB" for 4294967296: the largest binary unit that divides n. */
 char *agt_lima_size(unsigned long long n);

@@ -5,9 +5,11 @@
 #
 # Steps, each timed:  image (scripts/lima-image.sh: Debian 12 from Debian packages,
 # cached) -> agt up (boots the VM; Lima's provisioning builds agtd in the guest from the
-# mounted source tree; waits until agtd answers over SSH) -> agt verify --jails 2 ->
-# agt clone GOLD -> agt restore --force GOLD -> agt reset --force -> agt delete --force
-# (the VM, then the gold one).  The first failing step ends the run (no retries); its
+# mounted source tree; waits until agtd answers over SSH) -> the jails' disk (the Lima disk
+# agt made is attached, btrfs, mounted on agtd's layers directory, with limits) ->
+# agt verify --jails 2 -> a jail with a disk limit that hits it -> agt clone GOLD ->
+# agt restore --force GOLD -> agt reset --force -> agt delete --force (the VM, then the
+# gold one) -> no Lima disk left (limactl disk ls).  The first failing step ends the run (no retries); its
 # exit status is the script's, and the VM's logs are printed.
 #
 # limactl refuses root, so agt (and limactl under it) run as the unprivileged user
@@ -110,6 +112,13 @@ as_user() {
 agt() { as_user "$E2E/agt" "$@"; }
 limactl() { as_user "$PREFIX/bin/limactl" "$@"; }
 
+# The Lima disks of this LIMA_HOME (agt makes one per VM for the jails' layers).
+disks() { limactl --tty=false disk ls --json 2>/dev/null | sed -n 's/^{"name":"\([^"]*\)".*/\1/p'; }
+del_disks() {
+  local d
+  for d in $(disks); do limactl --tty=false disk delete --force "$d" >/dev/null 2>&1 || true; done
+}
+
 show_logs() {
   local d f
   for d in "$LIMA_HOME_DIR/$VM" "$LIMA_HOME_DIR/$GOLD"; do
@@ -133,6 +142,7 @@ finish() {
   fi
   if [[ ${AGT_LIMA_E2E_KEEP:-0} != 1 ]]; then
     limactl --tty=false delete --force "$VM" "$GOLD" >/dev/null 2>&1 || true
+    del_disks
   fi
   summary
   exit "$rc"
@@ -194,14 +204,50 @@ EOF
   chown -R "$LUSER:" "$E2E" "$LIMA_HOME_DIR"
   # what an earlier run left behind
   limactl --tty=false delete --force "$VM" "$GOLD" >/dev/null 2>&1 || true
+  del_disks
   say "limactl $(limactl --version), QEMU: ${QEMU_ENV:-as Lima picks it}"
 }
 step setup setup
 
 step "agt up" agt up --timeout "$TIMEOUT"
+
+# The jails' disk: the Lima disk agt made ($VM-jails), attached to the VM, made btrfs by the
+# provisioning and mounted on agtd's layers directory, agtd's limits on.
+jails_disk() {
+  local ls mnt st
+  ls="$(limactl --tty=false disk ls --json)"
+  say "limactl disk ls: $ls"
+  grep -q "\"name\":\"$VM-jails\".*\"instance\":\"$VM\"" <<<"$ls" ||
+    { say "no Lima disk $VM-jails attached to $VM"; return 1; }
+  mnt="$(limactl shell --workdir / "$VM" findmnt -n -o SOURCE,FSTYPE /var/lib/agt/layers)"
+  say "the guest's /var/lib/agt/layers: $mnt"
+  [[ $mnt == /dev/vd?1\ *btrfs ]] || { say "agtd's layers are not on the jails' disk"; return 1; }
+  limactl shell --workdir / "$VM" sudo cat /var/lib/agt/layers/.agt-jails-disk >&2
+  st="$(agt status --json 2>&1 || true)"
+  grep -q '"limits": *true' <<<"$st" || { say "agtd has no disk limits: $st"; return 1; }
+}
+step "the jails' disk" jails_disk
 step "agt verify --jails 2" agt verify --jails 2 --timeout 60m
+
+# A jail with a 64 MiB disk limit writes 128 MiB: it stops at its quota (EDQUOT) on the
+# jails' disk.
+disk_limit() {
+  local out
+  out="$(agt jail run --rm --no-tty --name e2e-disk --disk 64M -- /bin/sh -c \
+    'dd if=/dev/zero of=/var/tmp/fill bs=1M count=128; echo "dd exit $?"' 2>&1)" || true
+  printf '%s\n' "$out" | tail -n 5 >&2
+  grep -q 'Disk quota exceeded' <<<"$out"
+}
+step "jail --disk 64M hits its limit" disk_limit
 step "agt clone $GOLD" agt clone "$GOLD"
 step "agt restore $GOLD" agt restore --force "$GOLD"
 step "agt reset" agt reset --force
 step "agt delete" agt delete --force
 step "agt delete (gold)" agt --instance "$GOLD" delete --force
+no_disk_left() {
+  local left
+  left="$(disks)"
+  say "Lima disks left: ${left:-none}"
+  [[ -z $left ]]
+}
+step "no Lima disk left" no_disk_left

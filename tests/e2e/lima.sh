@@ -40,6 +40,12 @@ like "the template is for qemu on Linux" "$OUT" "^vmType: qemu$"
 like "it mounts the project directory, writable" "$OUT" "location: \"$WORK\""
 like "it tells agtd the workspace root" "$OUT" "AgtWorkspaceRoots: \"$WORK\""
 like "containerd is off" "$OUT" "^  system: false"
+like "it attaches the jails' disk, unformatted by Lima" "$OUT" \
+  "^additionalDisks:
+- name: \"$VM-jails\"
+  format: false
+  fsType: \"btrfs\"$"
+like "and names it to the provisioning" "$OUT" "AgtJailsDisk: \"$VM-jails\""
 
 run agt status
 is "status before up: exit 0" "$RC" 0
@@ -55,6 +61,16 @@ like "agt up said it creates the VM from the template" "$ERR" "creating vm '$VM'
 is "limactl lists the VM as Running" "$(lima_field $VM status)" Running
 check "the instance holds the rendered template" grep -q "AgtWorkspaceRoots: \"$WORK\"" "$VMDIR/lima.yaml"
 PORT1=$(lima_field $VM sshLocalPort)
+disk_field() { # disk_field DISK FIELD: from `limactl disk ls --json DISK`
+  limactl disk ls --json "$1" 2>/dev/null | python3 -c \
+    'import json,sys; print(json.loads(sys.stdin.readline() or "{}").get(sys.argv[1], ""))' "$2"
+}
+disks() { limactl disk ls --json 2>/dev/null | python3 -c \
+  'import json,sys; print(" ".join(json.loads(l)["name"] for l in sys.stdin))'; }
+like "agt up made the jails' disk first" "$ERR" "making the jails' disk '$VM-jails' \(51200 MiB, a Lima disk\)"
+is "it is a Lima disk of vm.jails_disk's size" "$(disk_field $VM-jails size)" $((50 << 30))
+is "the running VM holds it" "$(disk_field $VM-jails instance)" "$VM"
+is "agt up asked for a raw disk" "$(disk_field $VM-jails format)" raw
 run agt up
 is "a second agt up succeeds" "$RC" 0
 unlike "and starts nothing" "$ERR" "starting vm"
@@ -229,12 +245,24 @@ like "saying how to start it" "$ERR" "vm '$VM' is Stopped: 'agt up' starts it"
 run agt status
 like "status of a stopped VM" "$OUT" "$VM: Stopped"
 
+# the jails' disk holds the jails' layers (in a real VM): something to copy
+printf 'layers of the jails of %s\n' "$VM" |
+  dd of="$LIMA_HOME/_disks/$VM-jails/datadisk" conv=notrunc status=none
+is "the stopped VM holds its jails' disk no more" "$(disk_field $VM-jails instance)" ""
+
 # --- agt clone gold (the source is stopped: it stays stopped)
 run agt clone gold
 is "agt clone gold succeeds" "$RC" 0
 is "gold exists, stopped" "$(lima_field gold status)" Stopped
 is "the source is still stopped" "$(lima_field $VM status)" Stopped
-check "gold has the source's settings" cmp -s "$VMDIR/lima.yaml" "$LIMA_HOME/gold/lima.yaml"
+check "gold has the source's settings, but for its jails' disk" \
+  cmp -s <(grep -Ev -- '-jails|^additionalDisks:|^  (format|fsType):' "$VMDIR/lima.yaml") \
+  <(grep -Ev -- '-jails|^additionalDisks:|^  (format|fsType):' "$LIMA_HOME/gold/lima.yaml")
+like "gold has a jails' disk of its own" "$(grep -A1 '^additionalDisks' "$LIMA_HOME/gold/lima.yaml")" \
+  '"name": "gold-jails"'
+like "named to its provisioning" "$(grep AgtJailsDisk: "$LIMA_HOME/gold/lima.yaml")" '"gold-jails"'
+check "a copy of the source's jails' disk, as it was" \
+  cmp -n 4096 "$LIMA_HOME/_disks/$VM-jails/datadisk" "$LIMA_HOME/_disks/gold-jails/datadisk"
 run agt clone gold
 is "cloning onto an existing VM fails" "$RC" 1
 like "saying it exists" "$ERR" "vm 'gold' exists already"
@@ -243,6 +271,7 @@ is "the clone starts" "$RC" 0
 GOLDPORT=$(lima_field gold sshLocalPort)
 check "with its own SSH port ($GOLDPORT, the source had $PORT1)" test "$GOLDPORT" != "$PORT1"
 like "and the source's disk: the rootfs built before" "$(agt --instance gold rootfs ls)" " test "
+is "it holds its own jails' disk" "$(disk_field gold-jails instance)" gold
 run agt --instance gold stop
 is "gold stops" "$RC" 0
 
@@ -254,6 +283,7 @@ like "it stopped the source for the copy" "$ERR" "stopping vm '$VM' to clone it"
 like "and started it again" "$ERR" "starting vm '$VM' again"
 is "the source runs again" "$(lima_field $VM status)" Running
 is "gold2 exists, stopped" "$(lima_field gold2 status)" Stopped
+is "with a jails' disk of its own" "$(disk_field gold2-jails name)" gold2-jails
 
 # --- agt reset: a fresh disk, the same settings
 run agt reset
@@ -265,6 +295,18 @@ is "agt reset --force resets the VM" "$RC" 0
 is "it is stopped after the reset" "$(lima_field $VM status)" Stopped
 check "its settings stay" test -f "$VMDIR/lima.yaml" -a -f "$VMDIR/lima-version"
 check "its disk is gone" test ! -e "$VMDIR/disk"
+like "its jails' disk is made afresh" "$ERR" "the jails' disk '$VM-jails' made afresh \(51200 MiB\)"
+is "empty (Lima keeps additional disks through a factory reset; agt does not)" \
+  "$(head -c 32 "$LIMA_HOME/_disks/$VM-jails/datadisk" | tr -d '\0')" ""
+is "of the same size" "$(disk_field $VM-jails size)" $((50 << 30))
+# a VM whose jails' disk is gone cannot start: said plainly, before Lima tries
+limactl disk delete --force $VM-jails >/dev/null 2>&1 # the VM names it: --force
+run agt up
+is "agt up of a VM whose jails' disk is gone fails" "$RC" 1
+like "saying what is gone and what to do" "$ERR" \
+  "vm '$VM' cannot start: its jails' disk, the Lima disk '$VM-jails', is gone \(limactl disk ls\); 'agt reset' makes an empty one"
+run agt reset --force
+is "agt reset makes the missing jails' disk" "$(disk_field $VM-jails name)" "$VM-jails"
 run agt up
 is "agt up boots the reset VM" "$RC" 0
 unlike "on a fresh disk: no rootfs any more" "$(agt rootfs ls)" " test "
@@ -288,6 +330,10 @@ is "the VM runs" "$(lima_field $VM status)" Running
 like "on gold's disk: the rootfs built before the reset is back" "$(agt rootfs ls)" " test "
 is "gold is still there, stopped" "$(lima_field gold status)" Stopped
 is "no temporary VM is left" "$(AGT_FAKE_LIMACTL_ALLOW_ROOT=1 limactl list -q 2>/dev/null | tr '\n' ' ')" "$VM gold gold2 "
+is "the restored VM has the copy of gold's jails' disk" "$(disk_field $VM.restoring-jails instance)" "$VM"
+check "a copy of gold's" \
+  cmp -n 4096 "$LIMA_HOME/_disks/gold-jails/datadisk" "$LIMA_HOME/_disks/$VM.restoring-jails/datadisk"
+is "the replaced VM's jails' disk went with it" "$(disks)" "$VM.restoring-jails gold-jails gold2-jails"
 
 # --- a Broken VM (its host agent died, its driver runs on): agt up recovers it
 kill -KILL "$(cat "$VMDIR/ha.pid")"
@@ -394,6 +440,24 @@ like "saying it does not exist" "$OUT" "does not exist"
 agt --instance gold delete --force >/dev/null 2>&1
 agt --instance gold2 delete --force >/dev/null 2>&1
 is "no VM is left" "$(AGT_FAKE_LIMACTL_ALLOW_ROOT=1 limactl list -q 2>/dev/null)" ""
+is "no Lima disk is left: each went with its VM" "$(disks)" ""
+
+# --- a VM made before agt gave the jails a disk of their own keeps working
+agt template | sed -e '/^additionalDisks:/,/^  fsType:/d' -e 's/AgtJailsDisk: ".*"/AgtJailsDisk: ""/' \
+  >"$T/old.yaml"
+limactl create --name=old "$T/old.yaml" >/dev/null 2>&1
+run agt --instance old up
+is "agt up starts a VM without a jails' disk" "$RC" 0
+like "saying where agtd keeps the jails' layers there" "$ERR" \
+  "note: vm 'old' was made before agt gave the jails a Lima disk of their own: agtd keeps their writable layers in an image inside its root disk"
+is "and makes no disk for it" "$(disks)" ""
+run agt --instance old clone old2
+is "it clones" "$RC" 0
+is "without a disk" "$(disks)" ""
+run agt --instance old delete --force
+is "and is deleted" "$RC" 0
+agt --instance old2 delete --force >/dev/null 2>&1
+is "(no VM is left)" "$(AGT_FAKE_LIMACTL_ALLOW_ROOT=1 limactl list -q 2>/dev/null)" ""
 left=$(pgrep -fc -- "$LIMA_HOME" || true)
 is "no process of the stand-in's VMs is left" "$left" 0
 is "no mount is left" "$(grep -c " $T/" /proc/self/mountinfo)" 0

@@ -31,6 +31,17 @@ is "the real limactl lists it as Stopped" "$(lima_field $VM status)" Stopped
 check "Lima copied the image into the VM's disk" test -s "$VMDIR/disk"
 check "the instance holds agt's rendered template" grep -q "^  AgtdSocket: \"/run/agt/agtd.sock\"$" "$VMDIR/lima.yaml"
 check "with the configured image" grep -q "location: \"$IMAGE\"" "$VMDIR/lima.yaml"
+disk_field() { # disk_field DISK FIELD: from the real `limactl disk ls --json DISK`
+  limactl disk ls --json "$1" 2>/dev/null | python3 -c \
+    'import json,sys; print(json.loads(sys.stdin.readline() or "{}").get(sys.argv[1], ""))' "$2"
+}
+disks() { limactl disk ls --json 2>/dev/null | python3 -c \
+  'import json,sys; print(" ".join(json.loads(l)["name"] for l in sys.stdin))'; }
+no_disk_lines() { grep -Ev -- '-jails|^additionalDisks:|^  (format|fsType):' "$1"; }
+like "agt made the jails' disk first" "$ERR" "making the jails' disk '$VM-jails' \(51200 MiB, a Lima disk\)"
+is "the real limactl lists it, vm.jails_disk big" "$(disk_field $VM-jails size)" $((50 << 30))
+is "held by no VM while none runs" "$(disk_field $VM-jails instance)" ""
+check "the instance's lima.yaml attaches it" grep -q "^- name: \"$VM-jails\"$" "$VMDIR/lima.yaml"
 
 # what agt read from the real list --json, against that output itself
 run agt status --json
@@ -72,7 +83,12 @@ run agt clone gold
 is "agt clone gold succeeds" "$RC" 0
 like "and says how to start the clone" "$OUT" "^vm '$VM' cloned to 'gold'; 'agt --instance gold up' starts it$"
 is "gold is listed, Stopped" "$(lima_field gold status)" Stopped
-check "gold has the source's settings" cmp -s "$VMDIR/lima.yaml" "$T/lima/gold/lima.yaml"
+check "gold has the source's settings, but for its jails' disk" \
+  cmp -s <(no_disk_lines "$VMDIR/lima.yaml") <(no_disk_lines "$T/lima/gold/lima.yaml")
+is "gold's jails' disk is its own (the real limactl list --json)" \
+  "$(lima_field gold config | python3 -c 'import ast,sys; c=ast.literal_eval(sys.stdin.read()); print(c["additionalDisks"][0]["name"], c["param"]["AgtJailsDisk"])')" \
+  "gold-jails gold-jails"
+is "a copy of the source's (limactl disk import)" "$(disk_field gold-jails size)" $((50 << 30))
 check "and a copy of its disk" cmp -s "$VMDIR/disk" "$T/lima/gold/disk"
 is "the source is still Stopped" "$(lima_field $VM status)" Stopped
 run agt clone gold
@@ -96,6 +112,9 @@ check "its disk is gone" test ! -e "$VMDIR/disk"
 check "its settings stay" test -f "$VMDIR/lima.yaml" -a -f "$VMDIR/lima-version"
 is "it is listed, Stopped" "$(lima_field $VM status)" Stopped
 check "gold keeps its disk" test -s "$T/lima/gold/disk"
+like "the jails' disk is made afresh" "$ERR" "the jails' disk '$VM-jails' made afresh \(51200 MiB\)"
+is "(there, of the same size)" "$(disk_field $VM-jails size)" $((50 << 30))
+is "the Lima disks: the VM's and gold's" "$(disks)" "$VM-jails gold-jails"
 
 # --- Lima's refusals come through: a protected VM
 limactl protect $VM >/dev/null 2>&1
@@ -119,6 +138,7 @@ is "deleting it again succeeds" "$RC" 0
 like "saying it does not exist" "$OUT" "does not exist"
 run agt --instance gold delete --force
 is "gold is deleted too" "$RC" 0
+is "no Lima disk is left: each went with its VM" "$(disks)" ""
 
 # --- an image that cannot be had: Lima's own error, and nothing left behind
 lr_config "  image: $T/no-such-image.qcow2" "  cpus: 2" "  memory: 2GiB" "  disk: 4GiB"
@@ -128,6 +148,7 @@ like "with Lima's own error" "$ERR" \
   "agt: cannot create vm '$VM': limactl create exited with status 1: failed to download \`$T/no-such-image.qcow2\`: .*no such file or directory"
 like "after removing the half-created VM Lima leaves" "$ERR" "removed the half-created vm '$VM'"
 check "so no directory is left" test ! -e "$VMDIR"
+is "nor the jails' disk made for it" "$(disks)" ""
 run agt up
 like "a second agt up renders and creates again (not a start of the old one)" "$ERR" "cannot create vm '$VM': limactl create exited"
 is "no VM is left" "$(limactl list -q 2>/dev/null)" ""

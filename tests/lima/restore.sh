@@ -77,7 +77,10 @@ like "it deleted the copy an earlier restore left" "$ERR" "deleting '$VM.restori
 like "it copied gold under the temporary name first" "$ERR" "copying vm 'gold' to '$VM.restoring'"
 check "the working VM's disk is now gold's" cmp -s "$VMDIR/disk" "$GOLD/disk"
 is "(4 GiB again)" "$(vsize "$VMDIR/disk")" $((4 << 30))
-check "its settings are gold's" cmp -s "$VMDIR/lima.yaml" "$GOLD/lima.yaml"
+no_disk_lines() { grep -Ev -- '-jails|^additionalDisks:|^  (format|fsType):' "$1"; }
+check "its settings are gold's, but for its jails' disk" \
+  cmp -s <(no_disk_lines "$VMDIR/lima.yaml") <(no_disk_lines "$GOLD/lima.yaml")
+like "which is a copy of gold's" "$(grep -A1 '^additionalDisks' "$VMDIR/lima.yaml")" "$VM.restoring-jails"
 is "it is listed, Stopped" "$(lima_field $VM status)" Stopped
 is "its directory is its own name's" "$(lima_field $VM dir)" "$VMDIR"
 is "gold is still there, stopped" "$(lima_field gold status)" Stopped

@@ -61,9 +61,34 @@ static void test_argv(void **state)
   assert_argv(agt_lima_argv_delete(&l, "vm1", 1),
               (const char *const[]){"/opt/lima/bin/limactl", "--tty=false", "--log-format=json",
                                     "delete", "--force", "vm1", NULL});
-  assert_argv(agt_lima_argv_clone(&l, "vm1", "gold"),
+  assert_argv(agt_lima_argv_clone(&l, "vm1", "gold", NULL),
               (const char *const[]){"/opt/lima/bin/limactl", "--tty=false", "--log-format=json",
                                     "clone", "vm1", "gold", NULL});
+  {
+    char *set[] = {(char *)".param.AgtJailsDisk = \"gold-jails\"", NULL};
+    assert_argv(agt_lima_argv_clone(&l, "vm1", "gold", set),
+                (const char *const[]){"/opt/lima/bin/limactl", "--tty=false", "--log-format=json",
+                                      "clone", "--set=.param.AgtJailsDisk = \"gold-jails\"", "vm1",
+                                      "gold", NULL});
+  }
+  /* the jails' disk (jails_disk.h): raw, as lima.md's `disk create DISK --size --format` */
+  assert_argv(agt_lima_argv_disk_create(&l, "vm1-jails", 50ull << 30),
+              (const char *const[]){"/opt/lima/bin/limactl", "--tty=false", "--log-format=json",
+                                    "disk", "create", "--size=50GiB", "--format=raw", "vm1-jails",
+                                    NULL});
+  assert_argv(agt_lima_argv_disk_import(&l, "gold-jails", "/h/_disks/vm1-jails/datadisk"),
+              (const char *const[]){"/opt/lima/bin/limactl", "--tty=false", "--log-format=json",
+                                    "disk", "import", "gold-jails", "/h/_disks/vm1-jails/datadisk",
+                                    NULL});
+  assert_argv(agt_lima_argv_disk_delete(&l, "vm1-jails", 0),
+              (const char *const[]){"/opt/lima/bin/limactl", "--tty=false", "--log-format=json",
+                                    "disk", "delete", "vm1-jails", NULL});
+  assert_argv(agt_lima_argv_disk_delete(&l, "vm1-jails", 1),
+              (const char *const[]){"/opt/lima/bin/limactl", "--tty=false", "--log-format=json",
+                                    "disk", "delete", "--force", "vm1-jails", NULL});
+  assert_argv(agt_lima_argv_disk_list(&l, "vm1-jails"),
+              (const char *const[]){"/opt/lima/bin/limactl", "--tty=false", "--log-format=json",
+                                    "disk", "list", "--json", "vm1-jails", NULL});
   assert_argv(agt_lima_argv_rename(&l, "vm1.restoring", "vm1"),
               (const char *const[]){"/opt/lima/bin/limactl", "--tty=false", "--log-format=json",
                                     "rename", "vm1.restoring", "vm1", NULL});
@@ -117,7 +142,9 @@ static const char list_running[] =
     "\"sshLocalPort\":60022,\"sshConfigFile\":\"/Users/me/.lima/agt_agent_sandbox/ssh.config\","
     "\"hostAgentPID\":4242,\"driverPID\":4242,"
     "\"config\":{\"vmType\":\"vz\",\"user\":{\"name\":\"me\",\"uid\":501,"
-    "\"home\":\"/home/me.guest\"},\"ssh\":{\"localPort\":0}},"
+    "\"home\":\"/home/me.guest\"},\"ssh\":{\"localPort\":0},"
+    "\"additionalDisks\":[{\"name\":\"agt_agent_sandbox-jails\",\"format\":false,"
+    "\"fsType\":\"btrfs\"}],\"param\":{\"AgtJailsDisk\":\"agt_agent_sandbox-jails\"}},"
     "\"sshAddress\":\"127.0.0.1\",\"limaVersion\":\"2.2.0\",\"param\":{\"AgtdSocket\":\"/run/agt/"
     "agtd.sock\"},\"HostOS\":\"darwin\",\"HostArch\":\"aarch64\",\"LimaHome\":\"/Users/me/.lima\","
     "\"IdentityFile\":\"/Users/me/.lima/_config/user\",\"someFutureField\":{\"x\":[1,2]}}\n"
@@ -151,6 +178,7 @@ static void test_parse_list(void **state)
   assert_int_equal(in.driver_pid, 4242);
   assert_string_equal(in.lima_version, "2.2.0");
   assert_null(in.errors);
+  assert_string_equal(in.jails_disk, "agt_agent_sandbox-jails");
   agt_lima_instance_release(&in);
 
   /* the second line; the previous run's port is still reported while stopped */
@@ -161,6 +189,7 @@ static void test_parse_list(void **state)
   assert_int_equal(in.ssh_port, 51234);
   assert_int_equal(in.hostagent_pid, 0);
   assert_null(in.identity_file);
+  assert_null(in.jails_disk); /* made before the jails had a disk of their own */
   agt_lima_instance_release(&in);
 
   /* not there */
@@ -170,6 +199,42 @@ static void test_parse_list(void **state)
   /* empty output (no instances) */
   assert_int_equal(agt_lima_parse_list("", 0, "x", &in, &found, &err), 0);
   assert_false(found);
+}
+
+/* As `limactl disk ls --json` prints it (Lima v2.2, run on this machine): a line a disk. */
+static const char disk_list[] =
+    "{\"name\":\"d1-jails\",\"size\":2147483648,\"format\":\"qcow2\",\"dir\":\"/h/_disks/"
+    "d1-jails\",\"instance\":\"\",\"instanceDir\":\"\",\"mountPoint\":\"/mnt/lima-d1-jails\"}\n"
+    "{\"name\":\"vm1-jails\",\"size\":53687091200,\"format\":\"raw\",\"dir\":\"/h/_disks/"
+    "vm1-jails\",\"instance\":\"vm1\",\"instanceDir\":\"/h/vm1\",\"mountPoint\":\"/mnt/"
+    "lima-vm1-jails\"}\n";
+
+static void test_parse_disk_list(void **state)
+{
+  struct agt_lima_disk d;
+  agt_error_t err = NULL;
+  int found;
+
+  (void)state;
+  assert_int_equal(
+      agt_lima_parse_disk_list(disk_list, strlen(disk_list), "vm1-jails", &d, &found, &err), 0);
+  assert_true(found);
+  assert_string_equal(d.name, "vm1-jails");
+  assert_int_equal(d.size, 53687091200ull);
+  assert_string_equal(d.dir, "/h/_disks/vm1-jails");
+  assert_string_equal(d.instance, "vm1");
+  agt_lima_disk_release(&d);
+  assert_int_equal(
+      agt_lima_parse_disk_list(disk_list, strlen(disk_list), "d1-jails", &d, &found, &err), 0);
+  assert_true(found);
+  assert_null(d.instance); /* "": attached to none */
+  agt_lima_disk_release(&d);
+  assert_int_equal(agt_lima_parse_disk_list(disk_list, strlen(disk_list), "x", &d, &found, &err),
+                   0);
+  assert_false(found);
+  assert_int_equal(agt_lima_parse_disk_list("{\"name\":", 9, "x", &d, &found, &err), -1);
+  assert_non_null(strstr(err->msg, "limactl disk list --json: line 1"));
+  agt_error_release(&err);
 }
 
 static void test_parse_list_odd(void **state)
@@ -310,7 +375,7 @@ static void test_calls(void **state)
 
   /* a failure quotes limactl's own message */
   script("echo '{\"level\":\"fatal\",\"msg\":\"cannot clone a running instance\"}' >&2; exit 1");
-  assert_int_equal(agt_lima_clone(&l, "vm1", "gold", &err), -1);
+  assert_int_equal(agt_lima_clone(&l, "vm1", "gold", NULL, &err), -1);
   assert_string_equal(err->msg, "limactl clone exited with status 1: cannot clone a running "
                                 "instance");
   agt_error_release(&err);
@@ -381,7 +446,7 @@ int main(void)
       cmocka_unit_test(test_argv),       cmocka_unit_test(test_names),
       cmocka_unit_test(test_parse_list), cmocka_unit_test(test_parse_list_odd),
       cmocka_unit_test(test_messages),   cmocka_unit_test(test_calls),
-      cmocka_unit_test(test_subprocess),
+      cmocka_unit_test(test_subprocess), cmocka_unit_test(test_parse_disk_list),
   };
   int r;
 

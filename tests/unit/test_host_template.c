@@ -556,7 +556,7 @@ static char *render(struct agt_config *c, const char *os, const char *arch)
   agt_error_t err = NULL;
   char *out = NULL;
 
-  if (agt_template_render(c, &h, &out, &err) < 0)
+  if (agt_template_render(c, &h, "vm1-jails", &out, &err) < 0)
     fail_msg("render: %s", err->msg);
   return out;
 }
@@ -637,12 +637,31 @@ static void test_render_defaults(void **state)
   assert_non_null(strstr(linux_yaml, "PARAM_AgtSourceDir"));
   assert_non_null(strstr(linux_yaml, "PARAM_AgtWorkspaceRoots"));
   assert_non_null(strstr(linux_yaml, "PARAM_AgtdSocket"));
+  assert_non_null(strstr(linux_yaml, "PARAM_AgtJailsDisk"));
+  /* the jails' disk: attached, left unformatted by Lima, named to the provisioning */
+  assert_int_equal(count(&y, "additionalDisks"), 1);
+  assert_string_equal(get(&y, "additionalDisks.0.name"), "vm1-jails");
+  assert_string_equal(get(&y, "additionalDisks.0.format"), "false");
+  assert_string_equal(get(&y, "additionalDisks.0.fsType"), "btrfs");
+  assert_string_equal(get(&y, "param.AgtJailsDisk"), "vm1-jails");
   /* the images: Ubuntu LTS for both arches, pinned by digest first */
   assert_string_equal(get(&y, "images.0.arch"), "x86_64");
   assert_non_null(strstr(get(&y, "images.0.location"), "ubuntu-24.04-server-cloudimg-amd64"));
   assert_int_equal(strncmp(get(&y, "images.0.digest"), "sha256:", 7), 0);
   assert_string_equal(get(&y, "images.1.arch"), "aarch64");
   agt_yaml_release(&y);
+
+  {
+    /* none: a VM without one (agtd's image inside the root disk) */
+    struct agt_host h = {"linux", "x86_64"};
+    agt_error_t err = NULL;
+    cleanup_free char *none = NULL;
+    assert_int_equal(agt_template_render(&c, &h, NULL, &none, &err), 0);
+    load(&y, none);
+    assert_int_equal(count(&y, "additionalDisks"), 0);
+    assert_string_equal(get(&y, "param.AgtJailsDisk"), "");
+    agt_yaml_release(&y);
+  }
 
   mac_yaml = render(&c, "darwin", "aarch64");
   assert_int_equal(check_text("rendered for darwin", mac_yaml), 0);
@@ -749,7 +768,7 @@ static void test_render_refusals(void **state)
   (void)state;
   agt_config_init(&c);
   assert_int_equal(agt_config_set(&c, AGT_CFG_VM_TYPE, "vz", AGT_CFG_FLAG, "t", &err), 0);
-  assert_int_equal(agt_template_render(&c, &h, &out, &err), -1);
+  assert_int_equal(agt_template_render(&c, &h, NULL, &out, &err), -1);
   assert_non_null(strstr(err->msg, "vz needs macOS"));
   agt_error_release(&err);
   agt_config_release(&c);
@@ -757,7 +776,7 @@ static void test_render_refusals(void **state)
   agt_config_init(&c);
   assert_int_equal(
       agt_config_set(&c, AGT_CFG_VM_AGT_SOURCE, "/nonexistent", AGT_CFG_FLAG, "t", &err), 0);
-  assert_int_equal(agt_template_render(&c, &h, &out, &err), -1);
+  assert_int_equal(agt_template_render(&c, &h, NULL, &out, &err), -1);
   assert_non_null(strstr(err->msg, "not an agt source tree"));
   agt_error_release(&err);
   agt_config_release(&c);
@@ -765,7 +784,7 @@ static void test_render_refusals(void **state)
   agt_config_init(&c);
   assert_int_equal(
       agt_config_set(&c, AGT_CFG_VM_TEMPLATE, "/nonexistent.yaml", AGT_CFG_FLAG, "t", &err), 0);
-  assert_int_equal(agt_template_render(&c, &h, &out, &err), -1);
+  assert_int_equal(agt_template_render(&c, &h, NULL, &out, &err), -1);
   assert_non_null(strstr(err->msg, "/nonexistent.yaml"));
   agt_error_release(&err);
   agt_config_release(&c);
@@ -787,7 +806,7 @@ static void test_render_refusals(void **state)
       for (int j = 0; j < 2; j++)
         if (cases[i].key[j] != AGT_CFG_NKEYS)
           assert_int_equal(agt_config_set(&c, cases[i].key[j], "/x", AGT_CFG_FLAG, "t", &err), 0);
-      assert_int_equal(agt_template_render(&c, &h, &out, &err), -1);
+      assert_int_equal(agt_template_render(&c, &h, NULL, &out, &err), -1);
       assert_null(out);
       assert_non_null(strstr(err->msg, cases[i].want));
       agt_error_release(&err);
@@ -815,7 +834,7 @@ static char *render_mac(struct agt_config *c, const char *version, const char *a
   agt_host_from_facts(&h, &f);
   assert_string_equal(h.os, "darwin");
   assert_string_equal(h.os_version, version);
-  if (agt_template_render(c, &h, &out, err) < 0)
+  if (agt_template_render(c, &h, "vm1-jails", &out, err) < 0)
     return NULL;
   return out;
 }
