@@ -18,7 +18,9 @@
 # rootfs/default.yaml copies $AGT_TOYBOX_CACHE/current/toybox into the jails' base, so a new
 # source version (a Debian security fix: `apt-get update`, then this script) gives a new
 # directory and `agt rootfs update` rebuilds the base with it. A cache entry that exists and
-# passes the checks is kept: a second run only checks.
+# passes the checks is kept: a second run only checks.  Without a deb-src line for apt (a
+# fresh Lima VM), it adds one: $AGT_TOYBOX_DEB_SRC_LIST (default
+# /etc/apt/sources.list.d/agt-deb-src.sources).
 #
 # Why musl and not glibc: a static glibc binary still loads NSS modules at run time for user
 # and group look-ups (ls -l, id, ps), and the jail has no matching glibc; musl reads
@@ -59,14 +61,17 @@ for tool in apt-get dpkg-source musl-gcc make sha256sum file; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool is missing (./dev deps installs it)"
 done
 
-# The source version apt would fetch (the newest in the source index).
+# The source version apt would fetch (the newest in the source index); nothing when apt has
+# no source index (apt-get source fails then: under pipefail that would end the script
+# without a word).
 find_dsc() {
-  apt-get source --print-uris toybox 2>/dev/null | awk '$2 ~ /^toybox_.*\.dsc$/ { print $2 }' | head -n 1
+  { apt-get source --print-uris toybox 2>/dev/null || true; } |
+    awk '$2 ~ /^toybox_.*\.dsc$/ { print $2 }' | head -n 1
 }
 dsc="$(find_dsc)"
 if [[ -z $dsc ]]; then
   # No deb-src line: add one for this machine's suite (the same file as ./dev's), once.
-  DEB_SRC_LIST=/etc/apt/sources.list.d/agt-deb-src.sources
+  DEB_SRC_LIST=${AGT_TOYBOX_DEB_SRC_LIST:-/etc/apt/sources.list.d/agt-deb-src.sources}
   suite="$(. /etc/os-release && echo "${VERSION_CODENAME:-}")"
   [[ -n $suite ]] || die "no VERSION_CODENAME in /etc/os-release: add a deb-src line for apt yourself"
   [[ -e $DEB_SRC_LIST ]] && die "apt has no source package of toybox, though $DEB_SRC_LIST exists"
