@@ -4,7 +4,8 @@
 # in a jail stacked on them; gemini then gets its own layer over the same Node.js layer,
 # which the store holds once; two jails (pi, gemini) run at once on it; agt agents ls says
 # what is built and its size; the key reaches the jail's environment and never its record
-# on disk.  Needs registry.npmjs.org (skips without it).
+# on disk; agt agents update moves pi to its newest version while a jail of the old one
+# runs, which keeps its layer.  Needs registry.npmjs.org (skips without it).
 LOCAL_TEST=agents
 . "$(dirname "$0")/local-lib.sh"
 exec </dev/null
@@ -84,3 +85,30 @@ run agt jail run --yolo -- /bin/true
 like "--yolo with a whole COMMAND is refused" "$ERR" "--yolo adds to the agent's command"
 run agt jail run nosuchagent
 like "an unknown agent is refused, naming the profiles" "$ERR" "unknown agent 'nosuchagent' \(claude, codex, gemini, opencode, pi, shell\)"
+
+# agt agents update leaves running jails on the layer they started on: a jail of pi pinned
+# at an older version runs while the update builds (or finds) the newest layer and pins it
+# in the user's config; the running jail still runs the old pi, a new jail gets the new one
+newest=$(npm view --no-update-notifier @mariozechner/pi-coding-agent version 2>/dev/null)
+newest_re=$(printf '%s' "$newest" | sed 's/\./\\./g')
+printf 'agents:\n  pi:\n    version: "0.73.0"\n' >>"$T/config.yaml"
+sed -i 's/^  rootfs: test$/  rootfs: test\n  agent: pi/' "$T/config.yaml"
+run agt jail run -d --name old-pi -- /bin/sh -c 'sleep 600'
+is "a jail of pi pinned at 0.73.0 runs" "$RC" 0
+like "(its layer built for it)" "$ERR" "building layer pi-0\.73\.0"
+old_layers=$(agt jail inspect old-pi --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["layers"][0])')
+run agt agents update pi
+is "agt agents update pi" "$RC" 0
+like "moves pi to the newest, saying where it pinned it" "$OUT" \
+  "^pi: 0\.73\.0 -> $newest_re \(layer pi-$newest_re (was )?built; pinned at $T/config.yaml:[0-9]+\)$"
+like "and that running jails keep their layers" "$OUT" "running jails keep the layers they started on"
+is "the config pins the new version" "$(grep -c "version: \"$newest\"" "$T/config.yaml")" 1
+is "the running jail still stands on its old layer" \
+  "$(agt jail inspect old-pi --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["layers"][0])')" \
+  "$old_layers"
+run agt jail exec old-pi -- pi --version
+is "... and runs the old pi" "$OUT" "0.73.0"
+run agt jail run --name new-pi pi -- --version
+is "a new jail gets the new pi" "$OUT" "$newest"
+unlike "(on the new layer)" "$(agt jail inspect new-pi --json | tr -d ' \n')" "\"layers\":\\[\"$old_layers\""
+agt jail rm -f old-pi new-pi >/dev/null
