@@ -38,14 +38,15 @@ static int free_name(struct agt_ctx *c, const char *instance, char **name, agt_e
 int agt_jails_disk_make(struct agt_ctx *c, const char *instance, uint64_t size, char **name,
                         agt_error_t *err)
 {
-  cleanup_free char *n = NULL;
+  cleanup_free char *n = NULL, *sz = NULL;
 
   *name = NULL;
   if (free_name(c, instance, &n, err) < 0)
     return -1;
   agt_note(c, "making the jails' disk '%s' (%llu MiB, a Lima disk)", n,
            (unsigned long long)(size >> 20));
-  if (agt_lima_disk_create(&c->lima, n, size, err) < 0)
+  sz = agt_lima_size(size);
+  if (agt_lima_disk_create(&c->lima, n, sz, err) < 0)
     return agt_error_wrap(err, "cannot make the jails' disk of vm '%s'", instance);
   *name = steal_pointer(&n);
   return 0;
@@ -202,7 +203,10 @@ int agt_jails_disk_reset(struct agt_ctx *c, const char *name, agt_error_t *err)
     return -1;
   agt_note(c, "the jails' disk '%s' made afresh (%llu MiB)", disk,
            (unsigned long long)(size >> 20));
-  if (agt_lima_disk_create(&c->lima, disk, size, err) < 0)
-    return agt_error_wrap(err, "cannot make the jails' disk '%s' again", disk);
+  {
+    cleanup_free char *sz = agt_lima_size(size);
+    if (agt_lima_disk_create(&c->lima, disk, sz, err) < 0)
+      return agt_error_wrap(err, "cannot make the jails' disk '%s' again", disk);
+  }
   return 0;
 }

@@ -7,7 +7,6 @@
 #include <jansson.h>
 
 #include "cleanup.h"
-#include "template.h"
 #include "util.h"
 #include "xalloc.h"
 
@@ -160,16 +159,14 @@ static void disk_args(const struct agt_lima *l, struct agt_strv *s, const char *
   agt_strv_push(s, sub);
 }
 
-char **agt_lima_argv_disk_create(const struct agt_lima *l, const char *name, uint64_t size)
+char **agt_lima_argv_disk_create(const struct agt_lima *l, const char *name, const char *size)
 {
   struct agt_strv s = {0};
-  char *sz = agt_lima_size(size);
 
   disk_args(l, &s, "create");
-  agt_strv_pushf(&s, "--size=%s", sz);
+  agt_strv_pushf(&s, "--size=%s", size);
   agt_strv_push(&s, "--format=raw");
   agt_strv_push(&s, name);
-  free(sz);
   return agt_strv_steal(&s);
 }
 
@@ -658,7 +655,7 @@ int agt_lima_clone(struct agt_lima *l, const char *src, const char *dst, char *c
   return run_simple(l, agt_lima_argv_clone(l, src, dst, set), 1, err);
 }
 
-int agt_lima_disk_create(struct agt_lima *l, const char *name, uint64_t size, agt_error_t *err)
+int agt_lima_disk_create(struct agt_lima *l, const char *name, const char *size, agt_error_t *err)
 {
   return run_simple(l, agt_lima_argv_disk_create(l, name, size), 1, err);
 }

@@ -83,7 +83,8 @@ char **agt_lima_argv_delete(const struct agt_lima *l, const char *name, int forc
 /* set: `--set EXPR` each (yq expressions applied to the clone's lima.yaml), may be NULL. */
 char **agt_lima_argv_clone(const struct agt_lima *l, const char *src, const char *dst,
                            char *const *set);
-char **agt_lima_argv_disk_create(const struct agt_lima *l, const char *name, uint64_t size);
+/* size: as Lima writes sizes ("50GiB": agt_lima_size) */
+char **agt_lima_argv_disk_create(const struct agt_lima *l, const char *name, const char *size);
 char **agt_lima_argv_disk_import(const struct agt_lima *l, const char *name, const char *file);
 char **agt_lima_argv_disk_delete(const struct agt_lima *l, const char *name, int force);
 char **agt_lima_argv_disk_list(const struct agt_lima *l, const char *name);
@@ -119,11 +120,11 @@ int agt_lima_stop(struct agt_lima *l, const char *name, int force, agt_error_t *
 int agt_lima_delete(struct agt_lima *l, const char *name, int force, agt_error_t *err);
 int agt_lima_clone(struct agt_lima *l, const char *src, const char *dst, char *const *set,
                    agt_error_t *err);
-/* Lima disks: create (raw, size bytes), import (a copy of file), delete (one that is missing
+/* Lima disks: create (raw, size as "50GiB"), import (a copy of file), delete (one that is missing
  * is no error, as with limactl; without force, limactl skips one that a VM holds or that a
  * VM's lima.yaml names, with a warning and exit 0), list (the one named; *found 0 when there
  * is none). */
-int agt_lima_disk_create(struct agt_lima *l, const char *name, uint64_t size, agt_error_t *err);
+int agt_lima_disk_create(struct agt_lima *l, const char *name, const char *size, agt_error_t *err);
 int agt_lima_disk_import(struct agt_lima *l, const char *name, const char *file, agt_error_t *err);
 int agt_lima_disk_delete(struct agt_lima *l, const char *name, int force, agt_error_t *err);
 int agt_lima_disk_list(struct agt_lima *l, const char *name, struct agt_lima_disk *d, int *found,

@@ -72,7 +72,7 @@ static void test_argv(void **state)
                                       "gold", NULL});
   }
   /* the jails' disk (jails_disk.h): raw, as lima.md's `disk create DISK --size --format` */
-  assert_argv(agt_lima_argv_disk_create(&l, "vm1-jails", 50ull << 30),
+  assert_argv(agt_lima_argv_disk_create(&l, "vm1-jails", "50GiB"),
               (const char *const[]){"/opt/lima/bin/limactl", "--tty=false", "--log-format=json",
                                     "disk", "create", "--size=50GiB", "--format=raw", "vm1-jails",
                                     NULL});
