@@ -295,9 +295,15 @@ static void end_keeper(struct agtd_s *d, int pidfd, int keep_fd, int keeper_pidf
 /* agtd ends: what is still ending is waited for (its handles are closed already). */
 static void end_all_now(struct agtd_s *d)
 {
-  while (d->warm->ending) {
-    struct agt_warm_end *e = d->warm->ending;
-    d->warm->ending = e->next;
+  struct agt_warm_end **p = &d->warm->ending;
+
+  while (*p) {
+    struct agt_warm_end *e = *p;
+    if (!uv_is_closing((uv_handle_t *)&e->timer)) {
+      p = &e->next; /* the loop still has it (a drain before agtd_release): later */
+      continue;
+    }
+    *p = e->next;
     if (e->let_go) {
       /* only the reaping and the rest are left */
       struct pollfd q = {.fd = e->keeper_pidfd, .events = POLLIN};
