@@ -491,7 +491,8 @@ int agt_jail_run_from_json(struct agt_run_opts *r, json_t *params, const char *c
     case AGT_RUN_T_HOSTS:
     case AGT_RUN_T_MOUNT:
       if (v && !json_is_array(v))
-        return agt_error_kind(err, AGT_E_INVALID, "'%s' must be an array", k->what);
+        return agt_error_kind(err, AGT_E_INVALID, "'%s' must be an array%s", k->what,
+                              k->type == AGT_RUN_T_MOUNT ? " of {path, writable}" : "");
       for (j = 0; k->type != AGT_RUN_T_MOUNT && j < json_array_size(v); j++)
         if (!json_is_string(json_array_get(v, j)))
           return agt_error_kind(err, AGT_E_INVALID, "'%s[%zu]' must be a string", k->what, j);

@@ -558,28 +558,22 @@ static json_t *strv_json(char **v)
 static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_prepared *prepared,
                        agt_jail_t **out, agt_error_t *err)
 {
-  static const char *const known[] = {"name",   "agent",   "rootfs",     "workspace", "argv",
-                                      "args",   "env",     "limits",     "network",   "tty",
-                                      "size",   "home",    "user",       "lockdown",  "mounts",
-                                      "layers", "secrets", "home_files", NULL};
-  const char *name = NULL, *agent = "shell", *rootfs = "default", *ws = NULL;
+  /* beside the jail spec's run options and limits, the request's own fields */
+  static const char *const extra[] = {"argv", "args", "size", "secrets", "home_files", NULL};
+  struct agt_run_opts run;
+  const char *name, *agent, *rootfs, *ws;
   json_t *info = NULL;
   agt_jail_t *j = NULL;
   struct stat st;
   int made_ws = 0, for_run = prepared != NULL;
   unsigned given = 0; /* the limits the request gave */
 
-  if (agt_param_only(params, known, "", err) < 0)
+  if (agt_jail_run_from_json(&run, params, extra, err) < 0)
     return -1;
-  if (agt_param_str(params, "name", 1, &name, err) < 0 ||
-      agt_param_str(params, "agent", 0, &agent, err) < 0 ||
-      agt_param_str(params, "rootfs", 0, &rootfs, err) < 0 ||
-      agt_param_str(params, "workspace", 0, &ws, err) < 0)
-    return -1;
-  agent = agent ? agent : "shell";
-  rootfs = rootfs ? rootfs : "default";
-  if (agt_name_check("jail name", name, err) < 0 || agt_name_check("agent", agent, err) < 0)
-    return -1;
+  name = run.name;
+  agent = run.agent ? run.agent : AGT_RUN_DEFAULT(AGENT);
+  rootfs = run.rootfs ? run.rootfs : AGT_RUN_DEFAULT(ROOTFS);
+  ws = run.workspace;
   if (agt_jail_find(d, name))
     return agt_error_kind(err, AGT_E_EXISTS, "jail '%s' exists already", name);
   if (d->njails >= d->cfg.max_jails)
@@ -600,7 +594,8 @@ static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_p
   j->rec.created = time(NULL);
   j->rec.state = AGT_JAIL_CREATED;
 
-  if (agt_param_bool(params, "tty", &j->rec.tty, err) < 0 || parse_size(params, j, err) < 0)
+  j->rec.tty = run.tty > 0;
+  if (parse_size(params, j, err) < 0)
     goto fail;
   if (json_object_get(params, "argv") && json_object_get(params, "args")) {
     agt_error_kind(err, AGT_E_INVALID,
@@ -639,8 +634,8 @@ static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_p
   }
   if (agt_net_policy_from_json(json_object_get(params, "network"), &j->rec.net, err) < 0)
     goto fail;
-  if (agt_binds_from_json(d, params, j->rec.agent, j->rec.net.mode == AGT_NET_OPEN, &j->rec.binds,
-                          err) < 0)
+  if (agt_binds_from_json(d, params, &run, j->rec.agent, j->rec.net.mode == AGT_NET_OPEN,
+                          &j->rec.binds, err) < 0)
     goto fail;
   for (size_t i = 0; i < j->rec.binds.nmounts; i++)
     if (agt_jail_path_allowed(d, "mount", j->rec.binds.mounts[i].path, err) < 0) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "jailspec.h"
 #include "fsutil.h"
 #include "home.h"
 #include "names.h"
@@ -179,26 +180,15 @@ void agt_binds_sort(struct agt_jail_mount *m, size_t n)
   qsort(m, n, sizeof *m, mount_cmp);
 }
 
-int agt_binds_from_json(struct agtd_s *d, json_t *params, const char *agent, int net_open,
-                        struct agt_jail_binds *j, agt_error_t *err)
+int agt_binds_from_json(struct agtd_s *d, json_t *params, const struct agt_run_opts *run,
+                        const char *agent, int net_open, struct agt_jail_binds *j, agt_error_t *err)
 {
-  const char *mode = NULL, *user = NULL;
-  size_t i;
+  const char *user = run->user;
 
-  if (agt_param_bool(params, "lockdown", &j->lockdown, err) < 0 ||
-      agt_param_str(params, "home", 0, &mode, err) < 0 ||
-      agt_param_str(params, "user", 0, &user, err) < 0)
-    return -1;
+  j->lockdown = run->lockdown > 0;
   j->home_mode = j->lockdown ? AGT_HOME_EPHEMERAL : AGT_HOME_NONE;
-  if (mode) {
-    for (i = 0; i < sizeof home_modes / sizeof home_modes[0]; i++)
-      if (strcmp(home_modes[i], mode) == 0)
-        break;
-    if (i == sizeof home_modes / sizeof home_modes[0])
-      return agt_error_kind(err, AGT_E_INVALID,
-                            "'home' must be none, persistent or ephemeral, not '%.64s'", mode);
-    j->home_mode = (enum agt_home_mode)i;
-  }
+  if (run->home) /* one of the jail spec's choices, in enum agt_home_mode's order */
+    j->home_mode = (enum agt_home_mode)agt_jail_run_choice(AGT_RUN_HOME, run->home);
   if (j->lockdown) {
     /* lockdown: nothing of the user's reaches the jail but the workspace */
     if (j->home_mode != AGT_HOME_EPHEMERAL)
@@ -206,7 +196,7 @@ int agt_binds_from_json(struct agtd_s *d, json_t *params, const char *agent, int
                             "'lockdown' takes an ephemeral home, not '%s': a persistent one "
                             "keeps the user's logins",
                             home_modes[j->home_mode]);
-    if (json_array_size(json_object_get(params, "mounts")))
+    if (json_array_size(run->mounts))
       return agt_error_kind(err, AGT_E_INVALID, "'lockdown' takes no 'mounts'");
     if (net_open)
       return agt_error_kind(err, AGT_E_INVALID,
@@ -227,7 +217,7 @@ int agt_binds_from_json(struct agtd_s *d, json_t *params, const char *agent, int
                           "other)");
   if (home_files_parse(json_object_get(params, "home_files"), j, err) < 0)
     return -1;
-  return mounts_parse(json_object_get(params, "mounts"), j, err);
+  return mounts_parse(run->mounts, j, err);
 }
 
 int agt_binds_from_record(json_t *rec, struct agt_jail_binds *j, agt_error_t *err)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "jailspec.h"
 
 struct agtd_s;
 
@@ -52,13 +53,15 @@ struct agt_jail_binds {
   size_t nhome_files;
 };
 
-/* A request's home, user, lockdown, mounts (each mount clean, absolute, clear of the
- * jail's system paths, with no symlink in it, a directory or a file) and home_files (an
- * ephemeral home's only: relative, clean, none inside another); agent names the
+/* A request's home, user, lockdown, mounts, as the jail spec's check of it found them
+ * (run: agt_jail_run_from_json), and home_files (params'): each mount clean, absolute,
+ * clear of the jail's system paths, with no symlink in it, a directory or a file; the home
+ * files an ephemeral home's only: relative, clean, none inside another; agent names the
  * home, net_open says the request asked for network mode open.  The home is not made
  * here. */
-int agt_binds_from_json(struct agtd_s *d, json_t *params, const char *agent, int net_open,
-                        struct agt_jail_binds *b, agt_error_t *err);
+int agt_binds_from_json(struct agtd_s *d, json_t *params, const struct agt_run_opts *run,
+                        const char *agent, int net_open, struct agt_jail_binds *b,
+                        agt_error_t *err);
 int agt_binds_from_record(json_t *rec, struct agt_jail_binds *b, agt_error_t *err);
 void agt_binds_to_json(const struct agt_jail_binds *b, json_t *o);
 void agt_binds_release(struct agt_jail_binds *b);

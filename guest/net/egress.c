@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "jailspec.h"
 #include "proto.h"
 #include "relay.h"
 #include "xalloc.h"
@@ -104,7 +105,7 @@ void agt_net_policy_release(struct agt_net_policy *p)
 int agt_net_policy_from_json(json_t *obj, struct agt_net_policy *p, agt_error_t *err)
 {
   static const char *const known[] = {"mode", "allow", "max_conns", "idle_ms", NULL};
-  const char *mode = "allow";
+  const char *mode = AGT_RUN_DEFAULT(NET);
   json_t *v, *allow;
   size_t i;
 
@@ -118,18 +119,17 @@ int agt_net_policy_from_json(json_t *obj, struct agt_net_policy *p, agt_error_t 
     return agt_error_kind(err, AGT_E_INVALID, "'network' must be an object");
   if (agt_param_only(obj, known, "network.", err) < 0)
     return -1;
+  /* the jail spec's choices, in enum agt_net_mode's order (a request's were checked by
+   * it; a record's are checked here) */
   v = json_object_get(obj, "mode");
-  if (v && !json_is_string(v))
-    return agt_error_kind(err, AGT_E_INVALID, "'network.mode' must be none, allow or open");
   if (v)
     mode = json_string_value(v);
-  if (strcmp(mode, "none") == 0)
-    p->mode = AGT_NET_NONE;
-  else if (strcmp(mode, "open") == 0)
-    p->mode = AGT_NET_OPEN;
-  else if (strcmp(mode, "allow") != 0)
-    return agt_error_kind(err, AGT_E_INVALID,
-                          "'network.mode' must be none, allow or open, not '%.32s'", mode);
+  if (mode == NULL || agt_jail_run_choice(AGT_RUN_NET, mode) < 0) {
+    cleanup_free char *choices = agt_jail_run_choices_text(AGT_RUN_NET);
+    return agt_error_kind(err, AGT_E_INVALID, "'network.mode' must be %s%s%.32s%s", choices,
+                          mode ? ", not '" : "", mode ? mode : "", mode ? "'" : "");
+  }
+  p->mode = (enum agt_net_mode)agt_jail_run_choice(AGT_RUN_NET, mode);
   v = json_object_get(obj, "max_conns");
   if (v) {
     if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 4096)
