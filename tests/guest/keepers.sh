@@ -51,8 +51,7 @@ for j in ok1 gone sq; do ctl jail rm "$j" --force >/dev/null; done
 ctl jail run --name w0 --rootfs "$R" -- /bin/true >/dev/null
 check "prepared jails are ready" wait_until 20 ready
 ctl jail rm w0 >/dev/null
-keepers=$(for p in /proc/[0-9]*; do
-  [ "$(cat "$p/comm" 2>/dev/null)" = agt-keeper ] || continue
+keepers=$(for p in $(procs_named agt-keeper); do
   case $(readlink "$p/fd/8" 2>/dev/null) in "$STATE/jails/.w-"*) echo "${p#/proc/}" ;; esac
 done)
 check "their keepers are agtd's children" test -n "$keepers"

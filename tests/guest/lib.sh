@@ -189,12 +189,21 @@ remove_all_jails() {
   done
 }
 
+# The /proc/PID directories of the processes named $1 (their comm). A read, not $(cat): a
+# fork per process takes tens of seconds on a machine running thousands of them.
+procs_named() {
+  local p comm
+  for p in /proc/[0-9]*; do
+    { read -r comm <"$p/comm"; } 2>/dev/null || continue
+    [ "$comm" != "$1" ] || echo "$p"
+  done
+}
+
 # Keepers of this test's jails still running once agtd is gone (a test that failed half-way):
 # each holds its jail's directory (under $STATE) at fd 8 (guest/keeper/keeper.h).
 kill_keepers() {
   local p d
-  for p in /proc/[0-9]*; do
-    [ "$(cat "$p/comm" 2>/dev/null)" = agt-keeper ] || continue
+  for p in $(procs_named agt-keeper); do
     d=$(readlink "$p/fd/8" 2>/dev/null) || continue
     case $d in "$STATE"/*)
       echo "# killing the keeper ${p#/proc/} of $d"

@@ -58,8 +58,7 @@ is "$((N + 2)) jails run" "$(running)" $((N + 2))
 # Keepers run at normal priority, whatever the (realtime) start that spawned them.
 keeper_policies() {
   local p
-  for p in /proc/[0-9]*; do
-    [ "$(cat "$p/comm" 2>/dev/null)" = agt-keeper ] || continue
+  for p in $(procs_named agt-keeper); do
     case $(readlink "$p/fd/8" 2>/dev/null) in "$STATE"/*) ;; *) continue ;; esac
     awk '/^policy/ {print $3}' "$p/sched"
   done | sort -u | tr '\n' ' '
@@ -70,8 +69,7 @@ check "every jail has said before" wait_until 30 all_logs_have before
 # A command started by jail.exec is agtd's: it does not outlive it (PROTOCOL.md).
 exec_sleep() {
   local p n=0
-  for p in /proc/[0-9]*; do
-    [ "$(cat "$p/comm" 2>/dev/null)" = probe ] || continue
+  for p in $(procs_named probe); do
     [ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" = "probe sleep 3131 " ] && n=$((n + 1))
   done
   echo "$n"
@@ -97,8 +95,7 @@ is "after agtd's SIGKILL and restart, all $((N + 1)) running jails run" "$(runni
 # The killed agtd's prepared jails (never claimed) are gone, keepers and directories.
 stale_keepers() {
   local p n=0 d
-  for p in /proc/[0-9]*; do
-    [ "$(cat "$p/comm" 2>/dev/null)" = agt-keeper ] || continue
+  for p in $(procs_named agt-keeper); do
     d=$(readlink "$p/fd/8" 2>/dev/null) || continue
     case $d in "$STATE"/jails/.w-*) n=$((n + 1)) ;; esac # removed (deleted) or not
   done
