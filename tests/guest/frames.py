@@ -130,8 +130,10 @@ r = read_msg(s3)
 tap("uptime" in r.get("result", {}), "a half-sent frame on one connection stalls no other", r)
 s4.close()
 
-# Many connections that hang up abruptly.
-for _ in range(200):
+# Many connections that hang up abruptly: fewer than one uid's share of --max-clients (192 of
+# the default 256), since agtd may not have seen the earlier hang-ups when the next connects,
+# and a connection over the share is refused (and closed) by design.
+for _ in range(150):
     c = connect()
     c.sendall(struct.pack(">I", 50) + b"{")
     c.close()
