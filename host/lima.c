@@ -330,44 +330,64 @@ static void fill_instance(json_t *o, struct agt_lima_instance *in)
     in->errors = agt_strv_steal(&ev);
 }
 
+/* The next object of limactl's JSON-lines output (`list --json`, `disk list --json`) from
+ * *off, or NULL with *o NULL at its end; *line follows the lines for messages. */
+static int next_json_line(const char *out, size_t len, size_t *off, unsigned *line,
+                          const char *what, json_t **o, agt_error_t *err)
+{
+  json_error_t je;
+
+  *o = NULL;
+  while (*off < len && isspace((unsigned char)out[*off])) {
+    if (out[*off] == '\n')
+      (*line)++;
+    (*off)++;
+  }
+  if (*off >= len)
+    return 0;
+  *o = json_loadb(out + *off, len - *off, JSON_DISABLE_EOF_CHECK, &je);
+  if (*o == NULL)
+    return agt_error_kind(err, AGT_E_PROTO, "%s: line %u: %s", what, *line, je.text);
+  for (size_t i = 0; i < (size_t)je.position && *off + i < len; i++)
+    if (out[*off + i] == '\n')
+      (*line)++;
+  *off += (size_t)je.position;
+  if (!json_is_object(*o)) {
+    json_decref(*o);
+    *o = NULL;
+    return agt_error_kind(err, AGT_E_PROTO, "%s: line %u: not an object", what, *line);
+  }
+  return 0;
+}
+
+/* Whether o is the entry named name. */
+static int named(json_t *o, const char *name)
+{
+  json_t *n = json_object_get(o, "name");
+
+  return name && json_is_string(n) && strcmp(json_string_value(n), name) == 0;
+}
+
 int agt_lima_parse_list(const char *out, size_t len, const char *name,
                         struct agt_lima_instance *inst, int *found, agt_error_t *err)
 {
   size_t off = 0;
   unsigned line = 1;
+  json_t *o;
 
   memset(inst, 0, sizeof *inst);
   *found = 0;
-  while (off < len) {
-    json_error_t je;
-    json_t *o;
-
-    while (off < len && isspace((unsigned char)out[off])) {
-      if (out[off] == '\n')
-        line++;
-      off++;
-    }
-    if (off >= len)
-      break;
-    o = json_loadb(out + off, len - off, JSON_DISABLE_EOF_CHECK, &je);
+  for (;;) {
+    if (next_json_line(out, len, &off, &line, "limactl list --json", &o, err) < 0)
+      return -1;
     if (o == NULL)
-      return agt_error_kind(err, AGT_E_PROTO, "limactl list --json: line %u: %s", line, je.text);
-    for (size_t i = 0; i < (size_t)je.position && off + i < len; i++)
-      if (out[off + i] == '\n')
-        line++;
-    off += (size_t)je.position;
-    if (!json_is_object(o)) {
-      json_decref(o);
-      return agt_error_kind(err, AGT_E_PROTO, "limactl list --json: line %u: not an object", line);
-    }
-    if (!*found && name && json_is_string(json_object_get(o, "name")) &&
-        strcmp(json_string_value(json_object_get(o, "name")), name) == 0) {
+      return 0;
+    if (!*found && named(o, name)) {
       fill_instance(o, inst);
       *found = 1;
     }
     json_decref(o);
   }
-  return 0;
 }
 
 void agt_lima_instance_release(struct agt_lima_instance *in)
@@ -392,32 +412,16 @@ int agt_lima_parse_disk_list(const char *out, size_t len, const char *name, stru
 {
   size_t off = 0;
   unsigned line = 1;
+  json_t *o;
 
   memset(d, 0, sizeof *d);
   *found = 0;
-  while (off < len) {
-    json_error_t je;
-    json_t *o;
-
-    while (off < len && isspace((unsigned char)out[off])) {
-      if (out[off] == '\n')
-        line++;
-      off++;
-    }
-    if (off >= len)
-      break;
-    o = json_loadb(out + off, len - off, JSON_DISABLE_EOF_CHECK, &je);
+  for (;;) {
+    if (next_json_line(out, len, &off, &line, "limactl disk list --json", &o, err) < 0)
+      return -1;
     if (o == NULL)
-      return agt_error_kind(err, AGT_E_PROTO, "limactl disk list --json: line %u: %s", line,
-                            je.text);
-    off += (size_t)je.position;
-    if (!json_is_object(o)) {
-      json_decref(o);
-      return agt_error_kind(err, AGT_E_PROTO, "limactl disk list --json: line %u: not an object",
-                            line);
-    }
-    if (!*found && json_is_string(json_object_get(o, "name")) &&
-        strcmp(json_string_value(json_object_get(o, "name")), name) == 0) {
+      return 0;
+    if (!*found && named(o, name)) {
       d->name = dup_str(o, "name");
       d->size = get_u64(o, "size");
       d->format = dup_str(o, "format");
@@ -431,7 +435,6 @@ int agt_lima_parse_disk_list(const char *out, size_t len, const char *name, stru
     }
     json_decref(o);
   }
-  return 0;
 }
 
 void agt_lima_disk_release(struct agt_lima_disk *d)

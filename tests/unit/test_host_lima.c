@@ -235,6 +235,11 @@ static void test_parse_disk_list(void **state)
   assert_int_equal(agt_lima_parse_disk_list("{\"name\":", 9, "x", &d, &found, &err), -1);
   assert_non_null(strstr(err->msg, "limactl disk list --json: line 1"));
   agt_error_release(&err);
+  /* a terminal's form (several lines an object), then a torn one: its line is counted */
+  static const char torn[] = "{\n  \"name\": \"a\"\n}\n{\"name\":";
+  assert_int_equal(agt_lima_parse_disk_list(torn, strlen(torn), "x", &d, &found, &err), -1);
+  assert_non_null(strstr(err->msg, "limactl disk list --json: line 4"));
+  agt_error_release(&err);
 }
 
 static void test_parse_list_odd(void **state)
