@@ -6,29 +6,13 @@
  * killed).  No allocation, no stdio.
  *
  * usage (by a jail's init only): agt-init AGENT-PID, with the signals it forwards blocked. */
-#include <errno.h>
-#include <signal.h>
-#include <stddef.h>
-#include <string.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "jail_setup.h"
-
-static volatile pid_t agent_pid;
-
-static void forward_signal(int sig)
-{
-  if (agent_pid > 0)
-    kill(agent_pid, sig);
-}
+#include "init_loop.h"
 
 int main(int argc, char **argv)
 {
-  static const int forwarded[] = {AGT_INIT_FORWARDED};
-  struct sigaction sa;
-  sigset_t none;
   long pid = 0;
 
   /* Not readable by the jail's user, so the exec left it non-dumpable already (no ptrace,
@@ -44,26 +28,6 @@ int main(int argc, char **argv)
   }
   if (pid <= 0)
     _exit(125);
-  agent_pid = (pid_t)pid;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = forward_signal;
-  sa.sa_flags = SA_RESTART;
-  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-    sigaction(forwarded[i], &sa, NULL);
   /* what arrived since the exec was held (blocked), and goes to the agent now */
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, NULL);
-  for (;;) {
-    int st;
-    pid_t w = waitpid(-1, &st, 0);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w < 0)
-      _exit(125);
-    if (w == agent_pid) {
-      if (WIFEXITED(st))
-        _exit(WEXITSTATUS(st));
-      _exit(128 + WTERMSIG(st));
-    }
-  }
+  agt_init_loop((pid_t)pid);
 }

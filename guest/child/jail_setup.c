@@ -1,4 +1,5 @@
 #include "jail_setup.h"
+#include "init_loop.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -577,45 +578,6 @@ static void restrict_with_landlock(const struct agt_spawn_plan *p)
   close(ruleset);
 }
 
-/* The jail's pid 1: forwards signals to the agent, reaps orphans, and exits with the agent's
- * status (128 + signal when the agent was killed). */
-static volatile pid_t agent_pid;
-
-static void forward_signal(int sig)
-{
-  if (agent_pid > 0)
-    kill(agent_pid, sig);
-}
-
-__attribute__((noreturn)) static void run_init(pid_t agent)
-{
-  static const int forwarded[] = {AGT_INIT_FORWARDED};
-  struct sigaction sa;
-  sigset_t none;
-
-  agent_pid = agent;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = forward_signal;
-  sa.sa_flags = SA_RESTART;
-  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-    sigaction(forwarded[i], &sa, NULL);
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, NULL);
-  for (;;) {
-    int st;
-    pid_t w = waitpid(-1, &st, 0);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w < 0)
-      _exit(125);
-    if (w == agent) {
-      if (WIFEXITED(st))
-        _exit(WEXITSTATUS(st));
-      _exit(128 + WTERMSIG(st));
-    }
-  }
-}
-
 /* The init from here on is agt-init (init.c), a program of a few pages: this process's
  * memory, a copy of agtd's, goes.  The signals it forwards are held (blocked) across the exec
  * until it has its handlers.  Should the exec fail, this process goes on as the init. */
@@ -628,7 +590,7 @@ __attribute__((noreturn)) static void become_small_init(pid_t agent, const char 
   int n = 0;
 
   if (fcntl(AGT_CHILD_INIT_FD, F_GETFD) < 0)
-    run_init(agent);
+    agt_init_loop(agent);
   /* the pid in decimal, without stdio */
   {
     char rev[16];
@@ -649,7 +611,7 @@ __attribute__((noreturn)) static void become_small_init(pid_t agent, const char 
   sigprocmask(SIG_BLOCK, &held, NULL);
   syscall(SYS_execveat, AGT_CHILD_INIT_FD, "", argv, envp, AT_EMPTY_PATH);
   close(AGT_CHILD_INIT_FD);
-  run_init(agent);
+  agt_init_loop(agent);
 }
 
 __attribute__((noreturn)) static void exec_agent(const struct agt_spawn_plan *p)

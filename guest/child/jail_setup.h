@@ -25,9 +25,6 @@ enum {
   AGT_CHILD_NFDS = 6,
 };
 
-/* The signals a jail's init forwards to its agent (agt-init, and the init before its exec). */
-#define AGT_INIT_FORWARDED SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH
-
 /* The priorities of a realtime start, agtd's loop above the jail's init above its agent
  * (start_prio.h). */
 enum {
