@@ -609,10 +609,6 @@ __attribute__((noreturn)) static void become_small_init(pid_t agent, const char 
   for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
     sigaddset(&held, forwarded[i]);
   sigprocmask(SIG_BLOCK, &held, NULL);
-  /* The exec tears down this agtd-sized memory: at the lowest weight, so that it runs after
-   * agtd has answered the start and the agent has begun, not beside them.  agt-init keeps
-   * it: it only waits, forwards signals and reaps. */
-  setpriority(PRIO_PROCESS, 0, 19);
   syscall(SYS_execveat, AGT_CHILD_INIT_FD, "", argv, envp, AT_EMPTY_PATH);
   close(AGT_CHILD_INIT_FD);
   agt_init_loop(agent);

@@ -53,10 +53,6 @@ is "the init's name is agt-init" "$(cat "/proc/$ipid/comm")" agt-init
 maps=$(wc -l <"/proc/$ipid/maps")
 check "the init maps a few regions, not agtd's (${maps})" test "$maps" -lt 40
 is "the init stays non-dumpable (its /proc files are root's)" "$(stat -c %u "/proc/$ipid/maps")" 0
-# its exec (the teardown of agtd's memory) at the lowest weight, off a start's way
-is "the init runs at nice 19" "$(awk '{print $19}' "/proc/$ipid/stat")" 19
-is "the agent keeps its own nice 0" \
-  "$(awk '{print $19}' "/proc/$(cat "/proc/$ipid/task/$ipid/children" | cut -d' ' -f1)/stat")" 0
 ctl jail kill i 15 >/dev/null
 like "agt-init forwards SIGTERM to the agent" "$(ctl jail wait i)" "exit code 143"
 ctl jail rm i >/dev/null
