@@ -510,22 +510,6 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   w->pidfd = ks.pidfd;
   w->keep_fd = ks.keep_fd;
   w->keeper_pidfd = ks.keeper_pidfd;
-  if (ks.attach_err) {
-    *err = ks.attach_err;
-    close(ctl[1]);
-    close(status[1]);
-    close(out[1]);
-    close(errp[1]);
-    close(console[1]);
-    close(out[0]);
-    close(errp[0]);
-    close(console[0]);
-    w->ctl_fd = ctl[0];
-    w->status_fd = status[0];
-    w->netns_fd = netns;
-    agt_warm_discard(d, w, 0);
-    return -1;
-  }
   close(ctl[1]);
   close(status[1]);
   close(out[1]);
@@ -534,6 +518,14 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   close(out[0]);
   close(errp[0]);
   close(console[0]);
+  if (ks.attach_err) {
+    *err = ks.attach_err;
+    w->ctl_fd = ctl[0];
+    w->status_fd = status[0];
+    w->netns_fd = netns;
+    agt_warm_discard(d, w, 0);
+    return -1;
+  }
   /* Its network namespace, kept for the proxy of a jail in network mode allow. */
   if (netns < 0) {
     char path[64];
