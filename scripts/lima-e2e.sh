@@ -213,16 +213,26 @@ step "agt up" agt up --timeout "$TIMEOUT"
 
 # The jails' disk: the Lima disk agt made ($VM-jails), attached to the VM, made btrfs by the
 # provisioning and mounted on agtd's layers directory, agtd's limits on.
-jails_disk() {
-  local ls mnt st
+# Lima's own disk script mounted it too (at the first boot already: jails-disk.sh ran before
+# it, as a `mode: boot` script) and logged no failure.
+jails_disk() { # jails_disk [DISK-NAME]
+  local disk="${1:-$VM-jails}" ls mnt st
   ls="$(limactl --tty=false disk ls --json)"
   say "limactl disk ls: $ls"
-  grep -q "\"name\":\"$VM-jails\".*\"instance\":\"$VM\"" <<<"$ls" ||
-    { say "no Lima disk $VM-jails attached to $VM"; return 1; }
+  grep -q "\"name\":\"$disk\".*\"instance\":\"$VM\"" <<<"$ls" ||
+    { say "no Lima disk $disk attached to $VM"; return 1; }
   mnt="$(limactl shell --workdir / "$VM" findmnt -n -o SOURCE,FSTYPE /var/lib/agt/layers)"
   say "the guest's /var/lib/agt/layers: $mnt"
   [[ $mnt == /dev/vd?1\ *btrfs ]] || { say "agtd's layers are not on the jails' disk"; return 1; }
   limactl shell --workdir / "$VM" sudo cat /var/lib/agt/layers/.agt-jails-disk >&2
+  mnt="$(limactl shell --workdir / "$VM" findmnt -n -o SOURCE,FSTYPE "/mnt/lima-$disk" || true)"
+  say "the guest's /mnt/lima-$disk (Lima's mount): ${mnt:-none}"
+  [[ $mnt == /dev/vd?1\ *btrfs ]] || { say "Lima did not mount the jails' disk"; return 1; }
+  if limactl shell --workdir / "$VM" sudo grep 'Failed to execute.*05-lima-disks' \
+    /var/log/cloud-init-output.log >&2; then
+    say "Lima's disk script failed at a boot"
+    return 1
+  fi
   st="$(agt status --json 2>&1 || true)"
   grep -q '"limits": *true' <<<"$st" || { say "agtd has no disk limits: $st"; return 1; }
 }
@@ -241,6 +251,7 @@ disk_limit() {
 step "jail --disk 64M hits its limit" disk_limit
 step "agt clone $GOLD" agt clone "$GOLD"
 step "agt restore $GOLD" agt restore --force "$GOLD"
+step "the jails' disk, restored" jails_disk "$VM.restoring-jails"
 step "agt reset" agt reset --force
 step "agt delete" agt delete --force
 step "agt delete (gold)" agt --instance "$GOLD" delete --force

@@ -13,13 +13,13 @@
 #      (after the network and the resolver, whose upstream servers open jails get); agtd
 #      itself changes nothing machine-wide;
 #   4. the jails' disk: the Lima disk $PARAM_AgtJailsDisk that agt made for this VM
-#      (additionalDisks, `format: false`: Lima leaves it alone), made btrfs here at the first
-#      boot (one GPT partition, as Lima lays out its disks; `fsType: btrfs` lets Lima mount
-#      it at /mnt/lima-NAME itself at every later boot), marked as agt's (.agt-jails-disk
-#      holds its UUID: agtd turns quotas on only on a btrfs agt made), mounted by systemd
-#      on agtd's layers directory /var/lib/agt/layers before agtd starts, and grown to its
-#      partition (after `limactl disk resize`).  A VM made before agt gave it such a disk
-#      has no AgtJailsDisk: agtd keeps its image inside the root disk there;
+#      (additionalDisks, `format: false`: Lima leaves it alone), made btrfs while empty by
+#      jails-disk.sh (beside this file; also a `mode: boot` script, so usually done before
+#      Lima's boot scripts ran; `fsType: btrfs` lets Lima mount it at /mnt/lima-NAME),
+#      mounted by systemd on agtd's layers directory /var/lib/agt/layers before agtd
+#      starts, and grown to its partition (after `limactl disk resize`).  A VM made before
+#      agt gave it such a disk has no AgtJailsDisk: agtd keeps its image inside the root
+#      disk there;
 #   5. agtd as a systemd service listening on $PARAM_AgtdSocket, whose group is the Lima
 #      user's group, so that user (the one agt logs in as over SSH) may use it, with
 #      --realtime-starts: this VM exists for the jails, so their starts may outrank the rest.
@@ -113,44 +113,13 @@ jails_disk="${PARAM_AgtJailsDisk:-}"
 layers_dir=/var/lib/agt/layers
 layers_unit=
 if [ -n "$jails_disk" ]; then
-  # The one disk besides the root file system's (Lima's cidata is a CD-ROM): agt's template
-  # attaches no other, and Lima names a disk's device only in its own, internal variables.
-  root_src="$(findmnt -n -o SOURCE /)"
-  root_disk="$(lsblk -n -o PKNAME "$root_src" | head -n 1)"
-  [ -n "$root_disk" ] || root_disk="$(basename "$root_src")"
-  others=()
-  while read -r name type; do
-    if [ "$type" = disk ] && [ "$name" != "$root_disk" ]; then
-      others+=("$name")
-    fi
-  done < <(lsblk -d -n -o NAME,TYPE)
-  if [ "${#others[@]}" -ne 1 ]; then
-    echo "agt: the jails' disk '$jails_disk': this VM has ${#others[@]} disks besides its root disk ($root_disk): ${others[*]:-none}; agt attaches exactly one (limactl disk ls on the host)" >&2
+  # made btrfs, if still empty, by jails-disk.sh: at this boot's start already (Lima `mode:
+  # boot`) when the image had mkfs.btrfs, else now that the packages are in
+  sh "$src/lima/provision/jails-disk.sh"
+  part="$(blkid -c /dev/null -t LABEL=agt-jails -o device | head -n 1)"
+  if [ -z "$part" ]; then
+    echo "agt: the jails' disk '$jails_disk': no btrfs labelled agt-jails after jails-disk.sh" >&2
     exit 1
-  fi
-  dev="/dev/${others[0]}"
-  part="${dev}1"
-  made=0
-  if [ ! -b "$part" ]; then
-    # agt formats only a disk that holds nothing: no partition table, no file system
-    if [ -n "$(blkid -p -o value -s PTTYPE "$dev" 2>/dev/null || true)" ] ||
-      [ -n "$(blkid -p -o value -s TYPE "$dev" 2>/dev/null || true)" ]; then
-      echo "agt: $dev (the jails' disk '$jails_disk') holds data agt did not put there; agt formats only an empty disk" >&2
-      exit 1
-    fi
-    echo 'type=linux' | sfdisk --quiet --label gpt "$dev"
-    udevadm settle
-    for _ in $(seq 50); do
-      [ -b "$part" ] && break
-      sleep 0.2
-    done
-  fi
-  if [ -z "$(blkid -p -o value -s TYPE "$part" 2>/dev/null || true)" ]; then
-    # an empty partition: the one made above, or one whose mkfs a reboot cut short
-    # (-K: no discard of a fresh disk; mixed block groups, as agtd's own image: a disk full
-    # of one jail's data still has room for metadata once that data is gone)
-    mkfs.btrfs -q -f -K --mixed -m single -d single -L agt-jails "$part"
-    made=1
   fi
   uuid="$(blkid -p -o value -s UUID "$part")"
   # mounted by systemd at every boot before agtd (RequiresMountsFor below); Lima mounts the
@@ -179,10 +148,6 @@ UNIT
   install -d -m 0700 "$layers_dir"
   systemctl enable "$layers_unit"
   systemctl start "$layers_unit"
-  if [ "$made" = 1 ]; then
-    printf '%s\n' "$uuid" >"$layers_dir/.agt-jails-disk.new"
-    mv -f "$layers_dir/.agt-jails-disk.new" "$layers_dir/.agt-jails-disk"
-  fi
   # the partition grows with the disk (growpart, at Lima's boot), the file system here
   btrfs filesystem resize max "$layers_dir" >/dev/null
 fi

@@ -628,10 +628,14 @@ static void test_render_defaults(void **state)
   assert_string_equal(get(&y, "param.AgtWorkspaceRoots"), "");
   assert_string_equal(get(&y, "param.AgtdSocket"), "/run/agt/agtd.sock");
   /* provisioning inlined: the rendered file stands alone */
-  assert_non_null(get(&y, "provision.0.script"));
-  assert_int_equal(strncmp(get(&y, "provision.0.script"), "#!/bin/bash\n", 12), 0);
-  assert_non_null(strstr(get(&y, "provision.0.script"), "systemctl enable agtd.service"));
+  assert_string_equal(get(&y, "provision.0.mode"), "boot");
+  assert_int_equal(strncmp(get(&y, "provision.0.script"), "#!/bin/sh\n", 10), 0);
+  assert_non_null(strstr(get(&y, "provision.0.script"), "mkfs.btrfs"));
   assert_null(get(&y, "provision.0.file"));
+  assert_string_equal(get(&y, "provision.1.mode"), "system");
+  assert_int_equal(strncmp(get(&y, "provision.1.script"), "#!/bin/bash\n", 12), 0);
+  assert_non_null(strstr(get(&y, "provision.1.script"), "systemctl enable agtd.service"));
+  assert_null(get(&y, "provision.1.file"));
   assert_non_null(strstr(get(&y, "probes.0.script"), "agtd ctl --socket"));
   /* every param is used by a script, or Lima refuses the template */
   assert_non_null(strstr(linux_yaml, "PARAM_AgtSourceDir"));
