@@ -7,27 +7,18 @@ Prints "ok N - ..." lines; the caller counts them.  GROUP may use the socket: a 
 process takes it with uid nobody to be another user.
 """
 import grp
-import json
 import os
 import socket
 import struct
 import sys
 import time
 
+from agtdwire import Tap, frame, read_msg
+
 sock_path = sys.argv[1]
-n = int(sys.argv[2])
+tap = Tap(int(sys.argv[2]))
 group = sys.argv[3]
-failed = 0
 PER_UID = 8
-
-
-def tap(good, desc, detail=""):
-    global n, failed
-    n += 1
-    print(("ok" if good else "not ok"), n, "-", desc)
-    if not good:
-        failed += 1
-        print("#  ", detail)
 
 
 def connect():
@@ -37,44 +28,26 @@ def connect():
     return s
 
 
-def frame(obj):
-    data = json.dumps(obj).encode()
-    return struct.pack(">I", len(data)) + data
-
-
-def read_msg(s):
-    """The next message, or None at the end of the stream."""
-    buf = b""
-    while len(buf) < 4:
-        chunk = s.recv(4 - len(buf))
-        if not chunk:
-            return None
-        buf += chunk
-    (size,) = struct.unpack(">I", buf)
-    body = b""
-    while len(body) < size:
-        chunk = s.recv(size - len(body))
-        if not chunk:
-            return None
-        body += chunk
-    return json.loads(body)
+def read_or_eof(s):
+    """The next message, or None: agtd may hang up on these clients."""
+    return read_msg(s, eof_ok=True)
 
 
 def hello(s):
     s.sendall(frame({"id": 1, "method": "hello", "params": {"version": 1}}))
-    return read_msg(s)
+    return read_or_eof(s)
 
 
 def status(s, i):
     s.sendall(frame({"id": i, "method": "daemon.status"}))
-    return read_msg(s)
+    return read_or_eof(s)
 
 
 def closed_with(s):
     """(message, seconds): what agtd says before it hangs up, and when it hung up."""
     t0 = time.time()
-    r = read_msg(s)
-    rest = read_msg(s) if r is not None else None
+    r = read_or_eof(s)
+    rest = read_or_eof(s) if r is not None else None
     return r, rest, time.time() - t0
 
 
@@ -83,7 +56,7 @@ def closed_with(s):
 stalled = [connect() for _ in range(PER_UID)]
 time.sleep(0.2)
 late = connect()
-r = read_msg(late)
+r = read_or_eof(late)
 tap(r is not None and "connections to agtd already" in r.get("error", {}).get("message", ""),
     "with its share taken by silent connections, a new one of that uid is refused at once", r)
 late.close()
@@ -126,7 +99,7 @@ try:
             break
 except (BrokenPipeError, ConnectionResetError):
     cut = True
-r = read_msg(s) if not cut else None
+r = read_or_eof(s) if not cut else None
 tap(cut or (r is not None and "not finished" in r.get("error", {}).get("message", "")),
     "a frame trickled a byte at a time is cut at its deadline, not served", r)
 s.close()
@@ -155,7 +128,7 @@ for _ in range(PER_UID):
     hello(c)
     mine.append(c)
 extra = connect()
-r = read_msg(extra)
+r = read_or_eof(extra)
 msg = (r or {}).get("error", {}).get("message", "")
 tap("uid 0 holds 8 connections to agtd already, its share of 16" in msg,
     "one uid past its share of the connections is refused", r)
@@ -191,4 +164,4 @@ r = hello(c)
 tap(r is not None and r.get("result", {}).get("version") == 1,
     "once it lets go, the first uid is served again", r)
 c.close()
-sys.exit(1 if failed else 0)
+sys.exit(1 if tap.failed else 0)

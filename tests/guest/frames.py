@@ -4,24 +4,15 @@
 usage: frames.py SOCKET FIRST_TEST_NUMBER
 Prints "ok N - ..." lines; the caller counts them.
 """
-import json
 import socket
 import struct
 import sys
 import time
 
+from agtdwire import Tap, frame, hello, read_msg
+
 sock_path = sys.argv[1]
-n = int(sys.argv[2])
-failed = 0
-
-
-def tap(good, desc, detail=""):
-    global n, failed
-    n += 1
-    print(("ok" if good else "not ok"), n, "-", desc)
-    if not good:
-        failed += 1
-        print("#  ", detail)
+tap = Tap(int(sys.argv[2]))
 
 
 def connect():
@@ -35,33 +26,6 @@ def connect():
             s.close()
             time.sleep(0.01)
     raise RuntimeError("cannot connect to agtd")
-
-
-def frame(obj):
-    data = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
-    return struct.pack(">I", len(data)) + data
-
-
-def read_msg(s):
-    hdr = b""
-    while len(hdr) < 4:
-        chunk = s.recv(4 - len(hdr))
-        if not chunk:
-            raise EOFError("closed")
-        hdr += chunk
-    (size,) = struct.unpack(">I", hdr)
-    body = b""
-    while len(body) < size:
-        chunk = s.recv(size - len(body))
-        if not chunk:
-            raise EOFError("closed")
-        body += chunk
-    return json.loads(body)
-
-
-def hello(s):
-    s.sendall(frame({"id": 1, "method": "hello", "params": {"version": 1}}))
-    return read_msg(s)
 
 
 s = connect()
@@ -147,4 +111,4 @@ for i in range(50):
 tap(r.get("result", {}).get("clients", 99) <= 3, "abandoned connections are cleaned up", r)
 s3.close()
 s.close()
-sys.exit(1 if failed else 0)
+sys.exit(1 if tap.failed else 0)

@@ -6,39 +6,17 @@ usage: halfclose.py SOCKET JAIL ARGV...
 """
 import base64
 import hashlib
-import json
 import socket
-import struct
 import sys
 
-
-def frame(obj):
-    data = json.dumps(obj).encode()
-    return struct.pack(">I", len(data)) + data
-
-
-def read_msg(s):
-    buf = b""
-    while len(buf) < 4:
-        chunk = s.recv(4 - len(buf))
-        if not chunk:
-            return None
-        buf += chunk
-    (size,) = struct.unpack(">I", buf)
-    body = b""
-    while len(body) < size:
-        chunk = s.recv(min(size - len(body), 1 << 20))
-        if not chunk:
-            return None
-        body += chunk
-    return json.loads(body)
+from agtdwire import frame, read_msg
 
 
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.settimeout(60)
 s.connect(sys.argv[1])
 s.sendall(frame({"id": 1, "method": "hello", "params": {"version": 1}}))
-if "result" not in (read_msg(s) or {}):
+if "result" not in (read_msg(s, eof_ok=True) or {}):
     sys.exit("no answer to hello")
 s.sendall(frame({"id": 2, "method": "jail.exec", "params": {"name": sys.argv[2], "argv": sys.argv[3:]}}))
 s.shutdown(socket.SHUT_WR)
@@ -46,7 +24,7 @@ h = hashlib.sha256()
 n = 0
 code = "none"
 while True:
-    m = read_msg(s)
+    m = read_msg(s, eof_ok=True)
     if m is None:
         break
     if "out" in m:

@@ -9,38 +9,16 @@ before closing (so the caller can look at agtd meanwhile).
 import base64
 import json
 import socket
-import struct
 import sys
+
+from agtdwire import frame, hello, read_msg
 
 sock_path, jail, mib = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
 
-def frame(obj):
-    data = json.dumps(obj).encode()
-    return struct.pack(">I", len(data)) + data
-
-
-def read_msg(s):
-    buf = b""
-    while len(buf) < 4:
-        chunk = s.recv(4 - len(buf))
-        if not chunk:
-            raise EOFError("agtd closed the connection")
-        buf += chunk
-    (size,) = struct.unpack(">I", buf)
-    body = b""
-    while len(body) < size:
-        chunk = s.recv(size - len(body))
-        if not chunk:
-            raise EOFError("agtd closed the connection")
-        body += chunk
-    return json.loads(body)
-
-
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect(sock_path)
-s.sendall(frame({"id": 1, "method": "hello", "params": {"version": 1}}))
-read_msg(s)
+hello(s)
 s.sendall(frame({"id": 2, "method": "jail.attach", "params": {"name": jail, "write": True}}))
 r = read_msg(s)
 if not r.get("result", {}).get("writer"):
