@@ -129,7 +129,7 @@ med() { # FILE KEY INDEX: the median over the runs
 }
 
 echo
-echo "   One client in a jail, the same server on the guest's loopback, $ROUNDS connections,"
+echo "   One client in a jail, the same server (its own namespace, a veth pair), $ROUNDS connections,"
 echo "   $ROUNDS round trips of 64 bytes, $((BYTES >> 20)) MiB bulk; medians of $PAIRS runs"
 printf '   %-34s %12s %12s %12s\n' "" direct "via proxy" added
 for m in "connect_us 1:new connection to first answer, p50 us" "connect_us 2:new connection to first answer, p99 us" \
