@@ -578,9 +578,17 @@ static void restrict_with_landlock(const struct agt_spawn_plan *p)
   close(ruleset);
 }
 
+/* A jail's start (not an exec): the init's end of the go pipe or the claim socket, kept
+ * after the agent's exec until agtd closes its end, which it does once it has answered the
+ * start (or the start failed, or agtd is gone). */
+static int answered_fd = -1;
+
 /* The init from here on is agt-init (init.c), a program of a few pages: this process's
- * memory, a copy of agtd's, goes.  The signals it forwards are held (blocked) across the exec
- * until it has its handlers.  Should the exec fail, this process goes on as the init. */
+ * memory, a copy of agtd's, goes.  That takes a while (every mapping of agtd's, and the pages
+ * it shares with agtd), so a start's init waits for agtd to answer first rather than compete
+ * with agtd and the agent for the CPUs meanwhile.  The signals it forwards are held (blocked)
+ * across the wait and the exec until it has its handlers.  Should the exec fail, this process
+ * goes on as the init. */
 __attribute__((noreturn)) static void become_small_init(pid_t agent, const char *name)
 {
   static const int forwarded[] = {AGT_INIT_FORWARDED};
@@ -589,8 +597,11 @@ __attribute__((noreturn)) static void become_small_init(pid_t agent, const char 
   sigset_t held;
   int n = 0;
 
-  if (fcntl(AGT_CHILD_INIT_FD, F_GETFD) < 0)
+  if (fcntl(AGT_CHILD_INIT_FD, F_GETFD) < 0) {
+    if (answered_fd >= 0)
+      close(answered_fd);
     agt_init_loop(agent);
+  }
   /* the pid in decimal, without stdio */
   {
     char rev[16];
@@ -609,6 +620,15 @@ __attribute__((noreturn)) static void become_small_init(pid_t agent, const char 
   for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
     sigaddset(&held, forwarded[i]);
   sigprocmask(SIG_BLOCK, &held, NULL);
+  if (answered_fd >= 0) {
+    char c;
+    ssize_t r;
+    /* agtd writes nothing more here: its end's close is the news (EOF, or an error) */
+    do
+      r = read(answered_fd, &c, 1);
+    while (r > 0 || (r < 0 && errno == EINTR));
+    close(answered_fd);
+  }
   syscall(SYS_execveat, AGT_CHILD_INIT_FD, "", argv, envp, AT_EMPTY_PATH);
   close(AGT_CHILD_INIT_FD);
   agt_init_loop(agent);
@@ -1035,6 +1055,9 @@ void agt_jail_child(const struct agt_spawn_plan *p)
 /* After the go (or the claim): the jail's own cgroup namespace, its terminal, then the agent. */
 __attribute__((noreturn)) static void finish_start(const struct agt_spawn_plan *p)
 {
+  /* Kept above the fixed fds (a realtime start's exec pipe takes fd 3) until agtd has
+   * answered (become_small_init); without it the init does not wait. */
+  answered_fd = fcntl(AGT_CHILD_SYNC_FD, F_DUPFD_CLOEXEC, AGT_CHILD_FIRST_FREE);
   close(AGT_CHILD_SYNC_FD);
   if (unshare(CLONE_NEWCGROUP) < 0)
     fail("unshare cgroup namespace", "", errno);

@@ -14,7 +14,9 @@
 
 /* Fixed fd numbers inside the child, after it has tidied its fd table. */
 enum {
-  AGT_CHILD_SYNC_FD = 3,    /* read: the parent says go once the cgroup is joined */
+  AGT_CHILD_SYNC_FD = 3,    /* read: the parent says go once the cgroup is joined (a prepared
+                             * jail: the claim); its end's close then says the start is
+                             * answered, and the init becomes agt-init */
   AGT_CHILD_STATUS_FD = 4,  /* write: setup errors; closed on the agent's exec */
   AGT_CHILD_OUT_FD = 5,     /* write: the agent's stdout (with a terminal: the pty slave) */
   AGT_CHILD_ERR_FD = 6,     /* write: the agent's stderr */

@@ -105,6 +105,7 @@ static agt_jail_t *jail_new(struct agtd_s *d, const char *name)
   j->run.keeper_pidfd = -1;
   j->out.tty_fd = -1;
   j->run.attach_go_fd = -1;
+  j->run.answer_fd = -1;
   j->out.rows = 24;
   j->out.cols = 80;
   uv_timer_init(d->loop, &j->run.stop_timer);
@@ -1183,8 +1184,16 @@ void agt_jail_maybe_free(agt_jail_t *j)
   }
 }
 
+void agt_jail_release_init(agt_jail_t *j)
+{
+  if (j->run.answer_fd >= 0)
+    close(j->run.answer_fd);
+  j->run.answer_fd = -1;
+}
+
 void agt_jail_free_now(agt_jail_t *j)
 {
+  agt_jail_release_init(j);
   agt_outlog_close(&j->out.log);
   if (j->run.pidfd >= 0)
     close(j->run.pidfd);

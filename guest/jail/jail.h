@@ -125,6 +125,10 @@ struct agt_jail_run {
   pid_t attach_pid;
   int attach_go_fd, attach_pidfd;
   agt_error_t attach_err;
+  /* agtd's end of the start's go pipe or claim socket, from the go (or the claim) until the
+   * start is answered: the jail's init waits for its close before it becomes agt-init
+   * (jail_setup.h).  -1 otherwise. */
+  int answer_fd;
   int freeing;
   struct agt_warm_s *warm;                  /* a prepared jail this record took, until its start */
   int started_warm;                         /* the last start claimed a prepared jail */
@@ -238,6 +242,8 @@ void agt_jail_free(agt_jail_t *j);
 void agt_jail_maybe_free(agt_jail_t *j);
 /* Free at once; for shutdown, after the loop has closed every handle. */
 void agt_jail_free_now(agt_jail_t *j);
+/* The start is answered (or over): the jail's init may become agt-init (run.answer_fd). */
+void agt_jail_release_init(agt_jail_t *j);
 
 /* Run (jail_spawn.c). */
 int agt_jail_start(agt_jail_t *j, agt_error_t *err);

@@ -121,6 +121,7 @@ int agt_jail_begin_run(agt_jail_t *j, pid_t pid, int pidfd, int keep_fd, int kee
   if (agt_jail_supervise(j, keep_fd, keeper_pidfd, status_fd, err) < 0) {
     /* cannot watch it: kill it rather than leave it unsupervised */
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    agt_jail_release_init(j);
     return -1;
   }
   return 0;

@@ -36,14 +36,22 @@ static void close_all(int *fds, int n)
     }
 }
 
-/* Tell the child to go on to the agent; the fd is closed. */
-static void send_go(agt_jail_t *j, int fd)
+/* Tell the child to go on to the agent.  The fd is the jail's run.answer_fd then, closed
+ * once the start is answered (the init waits for that before it becomes agt-init), unless
+ * keep is 0 or the child is gone: then it is closed now. */
+static void send_go(agt_jail_t *j, int fd, int keep)
 {
-  if (write(fd, "g", 1) != 1 && errno != EPIPE)
-    agt_log_warning("jail '%s': signal the jail to go: %s", j->rec.name, strerror(errno));
-  /* EPIPE (agtd ignores SIGPIPE): the child is gone already, a setup step having failed
-   * before it read this; its status pipe says why, through the supervision. */
-  close(fd);
+  if (write(fd, "g", 1) != 1) {
+    /* EPIPE (agtd ignores SIGPIPE): the child is gone already, a setup step having failed
+     * before it read this; its status pipe says why, through the supervision. */
+    if (errno != EPIPE)
+      agt_log_warning("jail '%s': signal the jail to go: %s", j->rec.name, strerror(errno));
+    keep = 0;
+  }
+  if (keep && j->run.answer_fd < 0)
+    j->run.answer_fd = fd;
+  else
+    close(fd);
 }
 
 static void attach_work_cb(uv_work_t *w)
@@ -69,7 +77,8 @@ static void attach_done_cb(uv_work_t *w, int status)
       syscall(SYS_pidfd_send_signal, j->run.pidfd, SIGKILL, NULL, 0);
     close(j->run.attach_go_fd);
   } else {
-    send_go(j, j->run.attach_go_fd);
+    /* kept only while this run goes on (its end closes the fd) */
+    send_go(j, j->run.attach_go_fd, j->run.pidfd >= 0 && j->run.pid == j->run.attach_pid);
   }
   j->run.attach_go_fd = -1;
   agt_jail_maybe_free(j);
@@ -290,7 +299,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
     j->run.attach_pending = 1;
     uv_queue_work(j->d->loop, &j->run.attach_work, attach_work_cb, attach_done_cb);
   } else {
-    send_go(j, fds[1]);
+    send_go(j, fds[1], 1);
   }
   fds[1] = -1;
 

@@ -892,6 +892,11 @@ int agt_warm_start(struct agt_jail_s *j, agt_error_t *err)
     close(hfd);
   if (r < 0)
     goto fail;
+  /* The claim socket stays open until the start is answered: the init waits for its close
+   * before it becomes agt-init (jail_setup.h). */
+  agt_jail_release_init(j);
+  j->run.answer_fd = w->ctl_fd;
+  w->ctl_fd = -1;
   /* The keeper reads the agent's output from the pty (its master arrives on the console
    * socket) or from the pipes, whichever the claim made the jail use. */
   r = agt_jail_begin_run(j, w->pid, w->pidfd, w->keep_fd, w->keeper_pidfd, w->status_fd, err);

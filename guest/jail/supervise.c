@@ -285,6 +285,7 @@ static void status_eof(agt_jail_t *j)
     else
       agt_pending_answer(&j->out.start_waiters, NULL, err);
     agt_error_release(&err);
+    agt_jail_release_init(j);
     return;
   }
   j->run.rm_if_no_start = 0;
@@ -308,6 +309,9 @@ static void status_eof(agt_jail_t *j)
   j->run.start_request_ns = 0;
   agt_start_prio_settle(j->d);
   agt_jail_save(j, NULL);
+  /* Only now does the init become agt-init (jail_setup.h): dropping its copy of agtd's memory
+   * took the CPUs from agtd's answer and the agent's first steps on a small machine. */
+  agt_jail_release_init(j);
 }
 
 static void status_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
@@ -412,6 +416,7 @@ void agt_jail_run_finished(agt_jail_t *j)
   j->run.keeper_pidfd = -1;
   j->out.tty_fd = -1; /* closed with tty_pipe */
   j->out.paused = 0;
+  agt_jail_release_init(j);
   agt_jail_stop_egress(j);
   if (j->rec.state == AGT_JAIL_STARTING && j->run.status_len == 0 && !j->rec.exit_reason)
     j->rec.exit_reason = xstrdup("the jail exited before its agent started");

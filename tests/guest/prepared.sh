@@ -56,6 +56,10 @@ like "its passwd names that uid" "$logs" "^agent:x:$uid2:$uid2:"
 like "its home is that uid's" "$logs" "^$uid2$"
 like "its /tmp is resized to 64M" "$logs" "^tmpfs +65536 "
 ctl jail run --name p3 --rootfs "$R" --memory 100M --pids 50 -- /bin/sleep 30 >/dev/null
+# Its init becomes agt-init once agtd has answered the start and closed the claim socket.
+ipid=$(ctl --json jail inspect p3 | grep -o '"pid": [0-9]*' | grep -o '[0-9]*$')
+check "its init becomes agt-init once the start is answered" \
+  wait_until 10 sh -c "readlink /proc/$ipid/exe | grep -q '^/memfd:agt-init'"
 cg_mem=$(find /sys/fs/cgroup/memory/"$CG"/p3 /sys/fs/cgroup/"$CG"/p3 -maxdepth 0 2>/dev/null | head -1)
 if [ -f "$cg_mem/memory.limit_in_bytes" ]; then
   is "its cgroup carries its name and memory limit (v1)" "$(cat "$cg_mem/memory.limit_in_bytes")" 104857600
