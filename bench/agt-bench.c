@@ -408,7 +408,7 @@ static int agtd_run(agt_rpc_t *r, const struct cfg *c, const char *name, const c
 
   if (c->net)
     json_object_set_new(params, "network", json_pack("{s:s}", "mode", c->net));
-  if (c->disk) /* many jails at once: the default limit (an eighth of the disk) allows 8 */
+  if (c->disk) /* many jails at once: the default limit (a tenth of the disk) allows 9 */
     json_object_set_new(params, "limits", json_pack("{s:I}", "disk", (json_int_t)c->disk));
   int ret;
 

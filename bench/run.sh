@@ -15,7 +15,7 @@
 #   BENCH_RUNS     measured starts per tool (200)      BENCH_WARMUP  unmeasured starts first (20)
 #   BENCH_COUNTS   jail counts for the memory test ("100 1000"; up to 1000)
 #   BENCH_DISK     each agtd jail's disk limit in bytes (16 MiB, the least agtd takes: the
-#                  default, an eighth of the jails' disk, lets only 8 jails run at once)
+#                  default, a tenth of the jails' disk, lets only 9 jails run at once)
 #   BENCH_UID      the non-root user both run the payload as (1000)
 #   BENCH_SETTLE_MS  wait before each memory reading, which then waits until steady (1000)
 #   BENCH_SOLO_RUNS  diagnostic passes: agtd alone, back-to-back and 50 ms apart (100 each)

@@ -14,7 +14,7 @@
 # SCALE_LS_STALE_RUNS (5: agt jail ls runs each 2.1 s after the last, when agtd reads every
 # jail's cgroup again),
 # SCALE_BURST (100), SCALE_CLIENTS (16), SCALE_DISK (16 MiB: each jail's disk limit; the
-# default, an eighth of the jails' disk, lets only 8 run), BENCH_UID (1000).
+# default, a tenth of the jails' disk, lets only 9 run), BENCH_UID (1000).
 set -euo pipefail
 
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

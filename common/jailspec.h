@@ -44,7 +44,7 @@ enum agt_spec_none {
   X(a, b, LOG, log, AGT_SPEC_SIZE, AGT_SPEC_NONE_NO, "SIZE", 8ULL << 20, "8M", 4096, UINT64_MAX,   \
     "", "output kept on disk")                                                                     \
   X(a, b, DISK, disk, AGT_SPEC_SIZE, AGT_SPEC_NONE_ZERO, "SIZE", 10ULL << 30,                      \
-    "10G, or an eighth of the jails' disk", 16ULL << 20, UINT64_MAX, "",                           \
+    "10G, or a tenth of the jails' disk", 16ULL << 20, UINT64_MAX, "",                             \
     "what the jail may write to its root, and to its persistent home, 0: no limit")
 
 #define AGT_SPEC_ENUM_(a, b, ID, ...) AGT_SPEC_##ID,

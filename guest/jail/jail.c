@@ -696,11 +696,13 @@ static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_p
   if (j->rec.binds.home_mode == AGT_HOME_PERSISTENT && agt_jail_home_prepare(j, err) < 0)
     goto fail;
 
-  /* Without a disk limit of its own, a jail gets 10 GiB or an eighth of the jails' disk,
-   * whichever is less; what running jails may write stays within the disk (disk.h). */
+  /* Without a disk limit of its own, a jail gets 10 GiB or a tenth of the jails' disk,
+   * whichever is less; what running jails may write stays within the disk (disk.h).  A
+   * tenth, not an eighth: the promise counts what the disk holds already too, so eight
+   * default jails fit beside up to a fifth of it written. */
   if (d->disk->enabled && !(given & (1u << AGT_SPEC_DISK)) &&
-      j->rec.limits.disk_bytes > d->disk->capacity / 8)
-    j->rec.limits.disk_bytes = d->disk->capacity / 8;
+      j->rec.limits.disk_bytes > d->disk->capacity / 10)
+    j->rec.limits.disk_bytes = d->disk->capacity / 10;
   if (for_run && agt_jail_disk_promise(d, j, err) < 0)
     goto fail;
   if (for_run && j->rec.layer_ids == NULL) /* prepared jails stand on the base alone */

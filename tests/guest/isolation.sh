@@ -5,7 +5,7 @@
 
 N=50
 # Each jail names a small disk limit: the running jails' limits together never exceed the
-# jails' disk (guest/jail/disk.h), and 50 default ones (an eighth of it each) would.
+# jails' disk (guest/jail/disk.h), and 50 default ones (a tenth of it each) would.
 DISK=128M
 agtd_start
 build_test_rootfs

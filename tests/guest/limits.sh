@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A fork bomb and a memory hog stay inside their jails, and agtd keeps serving the others.
 . "$(dirname "$0")/lib.sh"
-# Every jail here names a small disk limit (--disk 64M): ten running default ones (an eighth of
+# Every jail here names a small disk limit (--disk 64M): ten running default ones (a tenth of
 # the jails' disk each) would be more than the disk, and a start would be refused (disk.h).
 
 agtd_start

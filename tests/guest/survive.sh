@@ -37,7 +37,7 @@ all_files_have() { [ "$(files_have "$1")" = "$N" ]; }
 all_logs_have() { [ "$(logs_have "$1")" = "$N" ]; }
 
 # Each jail names a small disk limit: the running jails' limits together never exceed the
-# jails' disk (guest/jail/disk.h), and $N default ones (an eighth of it each) would.
+# jails' disk (guest/jail/disk.h), and $N default ones (a tenth of it each) would.
 # Each jail says "before", waits for /work/go, says "during", waits for /work/after, says
 # "after", and sleeps.
 warm=0
