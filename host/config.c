@@ -894,23 +894,27 @@ int agt_config_load(struct agt_config *c, const struct agt_config_paths *paths, 
 {
   cleanup_free char *user = NULL, *cwdbuf = NULL, *root = NULL;
   const char *env;
-  int explicit = 0;
+  const char *named_by = NULL; /* the flag or variable that named the user's file */
 
   if (paths && paths->user_file) {
     user = agt_expand_path(paths->user_file, NULL);
-    explicit = 1;
+    named_by = "--config";
   } else if ((env = getenv("AGT_CONFIG")) && *env) {
     user = agt_expand_path(env, NULL);
-    explicit = 1;
+    named_by = "$AGT_CONFIG";
   } else {
     user = agt_platform_config_file(paths && paths->os ? agt_os_from_name(paths->os)
                                                        : agt_os_native());
   }
   free(c->user_file);
   c->user_file = xstrdup(user);
-  if (explicit || file_exists(user))
-    if (agt_config_load_file(c, user, NULL, err) < 0)
+  if (named_by || file_exists(user))
+    if (agt_config_load_file(c, user, NULL, err) < 0) {
+      /* not read at all (a parse error names file:line:col itself): say it is the config */
+      if (err && *err && (*err)->status)
+        agt_error_wrap(err, "%s", named_by ? named_by : "config file");
       return -1;
+    }
 
   if (!(paths && paths->no_repo)) {
     const char *cwd = paths ? paths->cwd : NULL;

@@ -217,7 +217,20 @@ static void test_missing_explicit_file(void **state)
   agt_config_init(&c);
   assert_int_equal(agt_config_load(&c, &p, &err), -1);
   assert_non_null(strstr(err->msg, "/nonexistent/agt.yaml"));
+  /* it says which setting named the file, and that it is agt's config */
+  assert_string_equal(err->msg,
+                      "--config: open '/nonexistent/agt.yaml': No such file or directory");
   assert_int_equal(err->kind, AGT_E_INVALID); /* a config error: agt exits 2 */
+  agt_error_release(&err);
+  agt_config_release(&c);
+
+  p.user_file = NULL;
+  setenv("AGT_CONFIG", "/nonexistent/env.yaml", 1);
+  agt_config_init(&c);
+  assert_int_equal(agt_config_load(&c, &p, &err), -1);
+  unsetenv("AGT_CONFIG");
+  assert_string_equal(err->msg,
+                      "$AGT_CONFIG: open '/nonexistent/env.yaml': No such file or directory");
   agt_error_release(&err);
   agt_config_release(&c);
 }
