@@ -65,6 +65,21 @@ static void print_home(json_t *res)
     printf("  ... (the first %zu entries)\n", json_array_size(json_object_get(res, "entries")));
 }
 
+/* 1 when NAME is an agent's profile; 0 when not, or when the profiles did not load (*err). */
+static int is_agent(struct agt_ctx *c, const char *name, agt_error_t *err)
+{
+  struct agt_profile_set set;
+  const struct agt_profile *p;
+  int r;
+
+  if (agt_profiles_load_for(c->cfg.user_file, &set, err) < 0)
+    return 0;
+  p = agt_profiles_find(&set, name);
+  r = p && p->kind == AGT_PROFILE_AGENT;
+  agt_profiles_release(&set);
+  return r;
+}
+
 static int agents_home(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   struct home_opts o = {0, 0, 0};
@@ -82,6 +97,22 @@ static int agents_home(struct agt_ctx *c, int argc, char **argv, agt_error_t *er
   if (agt_name_check("agent", argv[i], err) < 0)
     return -1;
   params = json_pack("{s:s, s:s}", "user", user, "agent", argv[i]);
+  if (!is_agent(c, argv[i], err)) {
+    /* no such profile: only a home one left behind (its profile since removed) is shown */
+    int exists = 0;
+    if (*err == NULL && agt_target_call(&c->target, "home.inspect", params, &res, err) == 0) {
+      exists = json_is_true(json_object_get(res, "exists"));
+      json_decref(res);
+      if (!exists)
+        agt_error_kind(err, AGT_E_NOTFOUND,
+                       "no agent profile '%s', nor a home of it ('agt agents ls -q' lists them)",
+                       argv[i]);
+    }
+    if (!exists) {
+      json_decref(params);
+      return -1;
+    }
+  }
   if (o.reset) {
     if (!o.yes) {
       cleanup_free char *q =

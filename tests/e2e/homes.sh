@@ -85,6 +85,9 @@ run agt jail run --rm -- /bin/sh -c 'ls -A "$HOME"'
 is "the next jail's home is empty" "$OUT" ""
 run agt agents home "../x"
 is "a bad agent name is refused" "$RC" 2
+run agt agents home nosuch
+is "a name that is no agent's profile is refused" "$RC" 1
+like "saying so, not that its home is not made yet" "$ERR" "no agent profile 'nosuch', nor a home of it"
 
 # --- mounts ---------------------------------------------------------------------------
 run agt jail run --rm --add-dir "$P/extra" -- /bin/sh -c "
