@@ -56,8 +56,7 @@ fuzz seconds="60":
 bench: _have-bench build
     bash bench/run.sh
 
-# As root: this machine's settings for agtd's jails (lima/provision/machine.sh, as agt's VM
-# runs it at boot): network mode open needs it; again after a reboot
+# As root: lima/provision/machine.sh, the VM's settings for jails on this machine (again after a reboot)
 machine:
     lima/provision/machine.sh
 

@@ -3,15 +3,16 @@
 # exits 0 with a usage line; every long option the row names is one that command (or agt
 # itself) takes; every long option the command's --help lists is named in its row (a row
 # saying "as `run` would" is checked against run's).  The table and the help are generated
-# from different places, so this is what keeps them from drifting.
+# from different places, so this is what keeps them from drifting.  The same for README's
+# table of recipes against the justfile's: each recipe in it, and no other.
 set -u
 : "${AGT:?AGT must name the agt binary (meson sets it)}"
 SRCDIR=${SRCDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 export AGT_TARGET=local AGT_CONFIG=/dev/null
-exec python3 - "$AGT" "$SRCDIR/docs/HOST.md" <<'PY'
+exec python3 - "$AGT" "$SRCDIR/docs/HOST.md" "$SRCDIR" <<'PY'
 import re, subprocess, sys
 
-agt, doc = sys.argv[1], sys.argv[2]
+agt, doc, srcdir = sys.argv[1], sys.argv[2], sys.argv[3]
 n = failed = 0
 
 def result(good, what, detail=""):
@@ -75,6 +76,13 @@ for key in order:
                      if not (o in short and re.search(r"(?<![\w-])%s(?![\w-])" % short[o], against)))
     result(not missing, "every option of agt %s --help is in docs/HOST.md" % key,
            "not in the row: " + " ".join(missing))
+recipes = set(re.findall(r"^([a-z][a-z0-9-]*)(?:\s[^:]*)?:(?!=)", open(srcdir + "/justfile").read(), re.M))
+table = set(re.findall(r"^\| `just ([a-z][a-z0-9-]*)", open(srcdir + "/README.md").read(), re.M))
+result(len(recipes) >= 10, "the justfile's recipes are found (%d)" % len(recipes))
+result(not recipes - table, "every recipe of the justfile is in README's table of recipes",
+       "missing: " + " ".join(sorted(recipes - table)))
+result(not table - recipes, "README's table of recipes names only recipes of the justfile",
+       "not recipes: " + " ".join(sorted(table - recipes)))
 print("1..%d" % n)
 sys.exit(1 if failed else 0)
 PY
