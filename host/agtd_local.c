@@ -18,6 +18,12 @@ const char *agt_local_state_dir(void)
   return v && *v ? v : "/var/lib/agt";
 }
 
+const char *agt_local_log_file(void)
+{
+  const char *v = getenv("AGT_AGTD_LOG");
+  return v && *v ? v : "/var/log/agt/agtd.log";
+}
+
 static void sleep_ms(long ms)
 {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

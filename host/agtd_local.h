@@ -12,6 +12,9 @@ struct agt_ctx;
 /* $AGT_AGTD_STATE, else /var/lib/agt: where `agt up` tells agtd to keep its state. */
 const char *agt_local_state_dir(void);
 
+/* $AGT_AGTD_LOG, else /var/log/agt/agtd.log: where the agtd `agt up` starts writes. */
+const char *agt_local_log_file(void);
+
 /* Stop the agtd answering on the target's socket: SIGTERM (agtd exits; its running jails
  * go on under their keepers, and the next agtd finds them), then wait at most timeout_s
  * for it to be gone.  *pid: its pid, 0 when none answered (not an error); *running: how

@@ -113,8 +113,10 @@ static int delete_local(struct agt_ctx *c, int force, agt_error_t *err)
                           state);
   if (agt_local_rm_tree(state, &bytes, err) < 0)
     return agt_error_wrap(err, "delete agtd's state");
-  printf("agtd's state '%s' deleted (%.1f MiB on disk); 'agt up' starts afresh\n", state,
-         (double)bytes / 1048576.0);
+  printf("agtd's state '%s' deleted (%.1f MiB on disk)", state, (double)bytes / 1048576.0);
+  if (stat(agt_local_log_file(), &st) == 0) /* not state: what agtd did stays readable */
+    printf("; its log '%s' is kept", agt_local_log_file());
+  printf("; 'agt up' starts afresh\n");
   return 0;
 }
 

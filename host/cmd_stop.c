@@ -31,9 +31,10 @@ static int stop_local(struct agt_ctx *c, agt_error_t *err)
     printf("agtd (pid %ld) stopped; 'agt up' starts it again\n", pid);
   else
     printf("agtd (pid %ld) stopped; its %ld running jail%s go%s on under %s keeper%s, and 'agt "
-           "up' finds them again ('agt jail stop NAME...' before 'agt down' stops them)\n",
+           "up' finds %s again ('agt jail stop NAME...' before 'agt down' stops %s)\n",
            pid, running, running == 1 ? "" : "s", running == 1 ? "es" : "",
-           running == 1 ? "its" : "their", running == 1 ? "" : "s");
+           running == 1 ? "its" : "their", running == 1 ? "" : "s", running == 1 ? "it" : "them",
+           running == 1 ? "it" : "them");
   return 0;
 }
 

@@ -308,7 +308,7 @@ static int start_local_agtd(struct agt_ctx *c, agt_error_t *err)
 {
   const char *sock = agt_config_get(&c->cfg, AGT_CFG_AGTD_SOCKET);
   const char *state = agt_local_state_dir();
-  const char *log = env_or("AGT_AGTD_LOG", "/var/log/agt/agtd.log");
+  const char *log = agt_local_log_file();
   const char *cgroup = env_or("AGT_AGTD_CGROUP", "agt");
   cleanup_free char *agtd = local_agtd(), *logdir = xstrdup(log);
   struct agt_strv a = {0};

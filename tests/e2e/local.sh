@@ -167,7 +167,7 @@ PID=$(agtd_pid)
 run agt down
 is "agt down stops agtd" "$RC" 0
 like "saying so, and that its running jail goes on" "$OUT" \
-  "^agtd \(pid $PID\) stopped; its 1 running jail goes on under its keeper, and 'agt up' finds them again"
+  "^agtd \(pid $PID\) stopped; its 1 running jail goes on under its keeper, and 'agt up' finds it again"
 check "agtd is gone" sh -c "! kill -0 $PID 2>/dev/null"
 check "and its socket answers no more" sh -c "! '$AGT' jail ls >/dev/null 2>&1"
 run agt stop
@@ -189,6 +189,8 @@ check "the state is still there" test -d "$T/state/rootfs"
 run agt delete --force
 is "agt delete --force removes agtd's state" "$RC" 0
 like "saying what it removed" "$OUT" "^agtd's state '$T/state' deleted \([0-9.]+ MiB on disk\)"
+like "and what it kept: agtd's log" "$OUT" "; its log '$T/agtd.log' is kept; 'agt up' starts afresh$"
+check "which is there" test -s "$T/agtd.log"
 like "removing the jails first (they outlive agtd)" "$ERR" "^agt: [0-9]+ jails? removed$"
 check "agtd is stopped" test -z "$(agtd_pid)"
 check "and the state directory gone" test ! -e "$T/state"
