@@ -21,6 +21,7 @@ struct agt_disk;
 struct agt_warm_pool;
 struct agt_start_prio;
 struct agt_output_watch;
+struct agt_usage;
 
 struct agtd_config {
   const char *socket_path;      /* /run/agt/agtd.sock */
@@ -65,6 +66,7 @@ struct agtd_s {
   struct agt_disk *disk;                       /* the jails' writable layers */
   struct agt_warm_pool *warm;                  /* prepared jails */
   struct agt_start_prio *prio;                 /* realtime scheduling of starts */
+  struct agt_usage *usage;                     /* the jails' cgroup figures for listings */
   const struct agt_output_watch *output_watch; /* who follows the jails' output (jail.h) */
   int shutting_down;
   time_t started;

@@ -195,6 +195,11 @@ static int serve_main(int argc, char **argv)
   a.cfg.workspace_roots = a.roots;
   a.cfg.nworkspace_roots = a.nroots;
 
+  /* libuv's threadpool (4 threads unless told) serves rootfs builds (up to 4 at once, for
+   * minutes), cgroup v1 migrations of starts and listings' cgroup reads (jail_usage.h): with
+   * more threads than builds, the builds cannot hold up the others.  Read once, at its
+   * first use, which is after this. */
+  setenv("UV_THREADPOOL_SIZE", "8", 0);
   if (agtd_init(&d, uv_default_loop(), &a.cfg, &err) < 0) {
     fprintf(stderr, "agtd: %s\n", err->msg);
     agt_error_release(&err);

@@ -24,6 +24,7 @@
 #include "jail.h"
 #include "jail_keep.h"
 #include "jail_run.h"
+#include "jail_usage.h"
 #include "jail_seccomp.h"
 #include "jail_setup.h"
 #include "jail_warm.h"
@@ -142,8 +143,10 @@ int agtd_init(agtd_t *d, uv_loop_t *loop, const struct agtd_config *cfg, agt_err
   d->disk = xzalloc(sizeof *d->disk);
   d->warm = xzalloc(sizeof *d->warm);
   d->prio = xzalloc(sizeof *d->prio);
+  d->usage = xzalloc(sizeof *d->usage);
   d->loop = loop;
   d->output_watch = &agt_stream_watch;
+  agt_usage_init(d->usage, d);
   d->cfg = *cfg;
   d->started = time(NULL);
   d->state_lock_fd = d->socket_lock_fd = -1;
@@ -250,6 +253,7 @@ void agtd_release(agtd_t *d)
     agt_jail_free_now(j);
   }
   agt_warm_drain(d, NULL);
+  agt_usage_release(d->usage);
   free(d->warm->rootfs_id);
   free(d->warm->rootfs_path);
   agt_netns_pool_release(d->netns);
@@ -268,6 +272,7 @@ void agtd_release(agtd_t *d)
   free(d->disk);
   free(d->warm);
   free(d->prio);
+  free(d->usage);
   if (d->keeper_fd >= 0)
     close(d->keeper_fd);
   if (d->init_fd >= 0)

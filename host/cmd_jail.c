@@ -1142,9 +1142,10 @@ static const struct agt_opt ls_opts[] = {
 
 static const struct agt_cmd_help ls_help = {
     "agt jail ls [-q] [--json | --format TEMPLATE]",
-    "List the jails: agent, state (and exit code), age, CPU time and memory (read from the "
-    "jail's cgroup at most 2 s before; JSON usage.age_ms), attached clients, connections "
-    "refused by the network proxy.",
+    "List the jails: agent, state (and exit code), age, CPU time and memory (as agtd last "
+    "read them from the jail's cgroup, read again when older than 2 s: as old as the time "
+    "since the listing before; JSON usage.age_ms), attached clients, connections refused by "
+    "the network proxy.",
     ls_opts};
 
 /* The table and -q ask agtd for the table's columns only: a short answer among many jails,

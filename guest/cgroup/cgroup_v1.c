@@ -152,15 +152,13 @@ static uint64_t pid_cpu_usec(long pid, long tick)
  * from /proc/PID/stat. */
 static uint64_t procs_cpu_usec(const char *procs_file)
 {
-  static long tick;
+  long tick = sysconf(_SC_CLK_TCK);
   cleanup_close int fd = open(procs_file, O_RDONLY | O_CLOEXEC);
   char list[4096];
   size_t keep = 0;
   uint64_t usec = 0;
   ssize_t n;
 
-  if (tick == 0)
-    tick = sysconf(_SC_CLK_TCK);
   if (fd < 0 || tick <= 0)
     return 0;
   /* one pid a line; a line cut at the end of a read is kept for the next */

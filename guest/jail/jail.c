@@ -810,9 +810,19 @@ int agt_jail_usage(agt_jail_t *j, uint64_t max_age_ms, struct agt_cgroup_stats *
       return -1;
     j->run.usage = fresh;
     j->run.usage_ns = now;
+    j->run.usage_failed = 0;
   }
   *s = j->run.usage;
   *age_ms = (now - j->run.usage_ns) / 1000000ull;
+  return 0;
+}
+
+int agt_jail_usage_cached(const agt_jail_t *j, struct agt_cgroup_stats *s, uint64_t *age_ms)
+{
+  if (!agt_jail_runs_now(j) || j->run.usage_ns == 0 || j->run.usage_failed)
+    return -1;
+  *s = j->run.usage;
+  *age_ms = (agt_now_ns() - j->run.usage_ns) / 1000000ull;
   return 0;
 }
 
@@ -828,8 +838,11 @@ void agt_jail_stop_egress(agt_jail_t *j)
   j->run.egress = NULL;
 }
 
+enum { LIVE_NONE, LIVE_READ, LIVE_CACHED };
+
 /* live: the figures of the moment (usage, refused), which listings show and the record on
- * disk does not keep. */
+ * disk does not keep; LIVE_CACHED: the cgroup's as last read, LIVE_READ: read again when
+ * stale. */
 static json_t *jail_json(agt_jail_t *j, int full, int live)
 {
   json_t *o =
@@ -850,8 +863,13 @@ static json_t *jail_json(agt_jail_t *j, int full, int live)
       j->rec.state == AGT_JAIL_STOPPING) {
     struct agt_cgroup_stats s;
     uint64_t age;
+    int have = -1;
     json_object_set_new(o, "pid", json_integer(j->run.pid));
-    if (live && agt_jail_usage(j, AGT_JAIL_USAGE_MAX_AGE_MS, &s, &age) == 0)
+    if (live == LIVE_READ)
+      have = agt_jail_usage(j, AGT_JAIL_USAGE_MAX_AGE_MS, &s, &age);
+    else if (live == LIVE_CACHED)
+      have = agt_jail_usage_cached(j, &s, &age);
+    if (have == 0)
       json_object_set_new(o, "usage",
                           json_pack("{s:I, s:I, s:I, s:I}", "memory", (json_int_t)s.memory_bytes,
                                     "pids", (json_int_t)s.pids, "cpu_usec", (json_int_t)s.cpu_usec,
@@ -891,7 +909,12 @@ static json_t *jail_json(agt_jail_t *j, int full, int live)
 
 json_t *agt_jail_to_json(agt_jail_t *j, int full)
 {
-  return jail_json(j, full, 1);
+  return jail_json(j, full, LIVE_READ);
+}
+
+json_t *agt_jail_listing_json(agt_jail_t *j)
+{
+  return jail_json(j, 0, LIVE_CACHED);
 }
 
 /* jail.ls's columns: the short form's scalar keys, and usage's as keys of their own. */
@@ -935,7 +958,12 @@ const char *const *agt_jail_columns(void)
   return column_names;
 }
 
-static int runs_now(const agt_jail_t *j)
+int agt_jail_column_is_usage(int col)
+{
+  return col >= COL_MEMORY;
+}
+
+int agt_jail_runs_now(const agt_jail_t *j)
 {
   return j->rec.state == AGT_JAIL_RUNNING || j->rec.state == AGT_JAIL_STARTING ||
          j->rec.state == AGT_JAIL_STOPPING;
@@ -946,13 +974,13 @@ json_t *agt_jail_row(agt_jail_t *j, const int *cols, size_t n)
   json_t *row = json_array();
   struct agt_cgroup_stats s;
   uint64_t age = 0;
-  int usage = -1; /* read once, when a column asks */
+  int usage = -1; /* looked up once, when a column asks */
   int exited = j->rec.state == AGT_JAIL_EXITED;
 
   for (size_t i = 0; i < n; i++) {
     json_t *v = NULL;
     if (cols[i] >= COL_MEMORY && usage < 0)
-      usage = runs_now(j) && agt_jail_usage(j, AGT_JAIL_USAGE_MAX_AGE_MS, &s, &age) == 0;
+      usage = agt_jail_usage_cached(j, &s, &age) == 0;
     switch (cols[i]) {
     case COL_NAME:
       v = json_string(j->rec.name);
@@ -988,7 +1016,7 @@ json_t *agt_jail_row(agt_jail_t *j, const int *cols, size_t n)
       v = j->rec.started ? json_integer(j->rec.started) : NULL;
       break;
     case COL_PID:
-      v = runs_now(j) ? json_integer(j->run.pid) : NULL;
+      v = agt_jail_runs_now(j) ? json_integer(j->run.pid) : NULL;
       break;
     case COL_EXIT_CODE:
       v = exited ? json_integer(j->rec.exit_code) : NULL;
@@ -1022,7 +1050,7 @@ json_t *agt_jail_row(agt_jail_t *j, const int *cols, size_t n)
 
 int agt_jail_save(agt_jail_t *j, agt_error_t *err)
 {
-  json_t *o = jail_json(j, 0, 0);
+  json_t *o = jail_json(j, 0, LIVE_NONE);
   json_t *argv = json_array(), *env = json_array();
   cleanup_free char *path = xasprintf("%s/jail.json", j->rec.dir);
   char *s;
@@ -1180,7 +1208,7 @@ int agt_jail_remove(agt_jail_t *j, agt_error_t *err)
 void agt_jail_maybe_free(agt_jail_t *j)
 {
   if (j->run.removing && !j->run.cgroup_pending && j->run.handles_open == 0 &&
-      !j->run.attach_pending && !j->run.freeing) {
+      !j->run.attach_pending && !j->run.usage_reading && !j->run.freeing) {
     j->run.freeing = 1;
     agt_jail_free(j);
   }

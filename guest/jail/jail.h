@@ -105,10 +105,13 @@ struct agt_jail_run {
   int keeper_pidfd;     /* -1: a keeper that an earlier agtd started */
   agt_egress_t *egress; /* the proxy of a jail in network mode allow, while it runs */
   /* The cgroup's figures (memory, pids, CPU time) as last read, at usage_ns (agt_now_ns;
-   * 0: not yet in this run): listings read them again only once they are older than
-   * AGT_JAIL_USAGE_MAX_AGE_MS (agt_jail_usage). */
+   * 0: not yet in this run): listings show them and have them read again in the threadpool
+   * once they are older than AGT_JAIL_USAGE_MAX_AGE_MS (jail_usage.h); usage_failed: that
+   * read found no cgroup. */
   struct agt_cgroup_stats usage;
   uint64_t usage_ns;
+  int usage_failed;
+  int usage_reading; /* in a read in the threadpool: not freed until it is done */
   int handles_open;
   int streams_open; /* the keeper's connection and the status pipe, still being read */
   int exited_seen;  /* the pidfd reported the exit */
@@ -215,20 +218,33 @@ int agt_jail_load_all(struct agtd_s *d, agt_jail_find_fn find_again, agt_error_t
  * running jail the cgroup's figures ("usage", with their age in ms) and the connections
  * its proxy refused. */
 json_t *agt_jail_to_json(agt_jail_t *j, int full);
+/* The same for a listing of many jails (jail.ls): the cgroup's figures as last read, none
+ * read here (jail_usage.h reads them off the loop). */
+json_t *agt_jail_listing_json(agt_jail_t *j);
 /* jail.ls's columns (docs/PROTOCOL.md): a column's number for agt_jail_row, -1 for a name
  * that is none; the names, NULL-terminated. */
 int agt_jail_column(const char *name);
 const char *const *agt_jail_columns(void);
 /* The jail as a row of those columns: a value each, null where the jail has none (a
- * running jail's exit code).  Its cgroup is read only when a usage column is asked for. */
+ * running jail's exit code, a jail's usage not read yet).  The usage columns are the
+ * cgroup's figures as last read: none is read here. */
 json_t *agt_jail_row(agt_jail_t *j, const int *cols, size_t n);
-/* How old the cgroup figures of a listing may be: a listing of many jails reads each
- * jail's cgroup files at most this often (jail.ls among 1000 jails, docs/BENCH.md 8). */
+/* Whether column col shows the cgroup's figures. */
+int agt_jail_column_is_usage(int col);
+/* Starting, running or stopping: its processes and cgroup exist. */
+int agt_jail_runs_now(const agt_jail_t *j);
+/* How old the cgroup figures of a listing may be before it has them read again: a listing
+ * of many jails reads each jail's cgroup files at most this often (jail.ls among 1000
+ * jails, docs/BENCH.md 8). */
 #define AGT_JAIL_USAGE_MAX_AGE_MS 2000
-/* The running jail's cgroup figures, read again when older than max_age_ms (0: always);
- * their age in ms in *age_ms.  -1 when the cgroup cannot be read. */
+/* The running jail's cgroup figures, read again here when older than max_age_ms (0:
+ * always): for one jail (jail.inspect).  Their age in ms in *age_ms.  -1 when the cgroup
+ * cannot be read. */
 int agt_jail_usage(agt_jail_t *j, uint64_t max_age_ms, struct agt_cgroup_stats *s,
                    uint64_t *age_ms);
+/* The figures as last read, and their age in ms: -1 when the jail does not run or has none
+ * yet. */
+int agt_jail_usage_cached(const agt_jail_t *j, struct agt_cgroup_stats *s, uint64_t *age_ms);
 /* Connections the jail's proxies refused (decision "blocked" in its net.log), kept in
  * memory: no file is read. */
 uint64_t agt_jail_refused(const agt_jail_t *j);

@@ -13,6 +13,7 @@
 #include "jail.h"
 #include "server.h"
 #include "jail_exec.h"
+#include "jail_usage.h"
 #include "jail_warm.h"
 #include "netns_pool.h"
 #include "portfwd.h"
@@ -146,47 +147,88 @@ int agt_req_jail_rm(agt_req_t *req, json_t **result, agt_error_t *err)
   return 0;
 }
 
+/* The answer of jail.ls: with columns (n of them, numbered in idx), a table; else the short
+ * forms.  The cgroup figures as last read (jail_usage.h). */
+static json_t *ls_result(agtd_t *d, json_t *cols, const int *idx, size_t n)
+{
+  json_t *arr = json_array();
+
+  for (agt_jail_t *j = d->jails; j; j = j->next)
+    json_array_append_new(arr, cols ? agt_jail_row(j, idx, n) : agt_jail_listing_json(j));
+  if (cols == NULL)
+    return json_pack("{s:o}", "jails", arr);
+  return json_pack("{s:O, s:o}", "columns", cols, "rows", arr);
+}
+
+/* A listing that waits for the figures of jails that have none yet. */
+struct ls_wait {
+  struct agt_usage_wait w; /* first */
+  agtd_t *d;
+  agt_client_t *client;
+  uint64_t id;
+  json_t *cols; /* NULL: the short forms */
+  int idx[64];
+  size_t n;
+};
+
+static void ls_ready(struct agt_usage_wait *w)
+{
+  struct ls_wait *l = (struct ls_wait *)w;
+  json_t *result = ls_result(l->d, l->cols, l->idx, l->n);
+
+  agt_reply(l->client, l->id, result);
+  json_decref(result);
+  json_decref(l->cols);
+  agt_client_unref(l->client);
+  free(l);
+}
+
 /* With "columns": a table, a row of those values per jail (as kubectl asks the API server
- * for a Table): what a listing shows and no more, and no cgroup read unless a usage column
- * is asked for.  Without: each jail's short form. */
+ * for a Table): what a listing shows and no more.  Without: each jail's short form.  The
+ * cgroup figures are those last read, with their age; a listing that shows them and finds
+ * a running jail with none yet waits, off the loop, for its read (jail_usage.h). */
 int agt_req_jail_ls(agt_req_t *req, json_t **result, agt_error_t *err)
 {
-  json_t *cols = json_object_get(req->params, "columns"), *arr = json_array(), *c;
-  int idx[64];
-  size_t n = 0, i;
+  json_t *cols = json_object_get(req->params, "columns"), *c;
+  struct ls_wait *l = xzalloc(sizeof *l);
+  int usage = cols == NULL;
+  size_t i;
 
-  if (cols == NULL) {
-    for (agt_jail_t *j = req->d->jails; j; j = j->next)
-      json_array_append_new(arr, agt_jail_to_json(j, 0));
-    *result = json_pack("{s:o}", "jails", arr);
-    return 0;
-  }
-  if (!json_is_array(cols) || json_array_size(cols) == 0 ||
-      json_array_size(cols) > sizeof idx / sizeof idx[0]) {
-    json_decref(arr);
+  if (cols && (!json_is_array(cols) || json_array_size(cols) == 0 ||
+               json_array_size(cols) > sizeof l->idx / sizeof l->idx[0])) {
+    free(l);
     return agt_error_kind(err, AGT_E_INVALID,
                           "jail.ls: 'columns' must be an array of 1 to %zu column names",
-                          sizeof idx / sizeof idx[0]);
+                          sizeof l->idx / sizeof l->idx[0]);
   }
   json_array_foreach(cols, i, c)
   {
     const char *name = json_string_value(c);
-    if ((idx[n++] = name ? agt_jail_column(name) : -1) < 0) {
+    if ((l->idx[l->n++] = name ? agt_jail_column(name) : -1) < 0) {
       cleanup_free char *known = NULL;
       for (const char *const *k = agt_jail_columns(); *k; k++) {
         char *more = xasprintf("%s%s%s", known ? known : "", known ? ", " : "", *k);
         free(known);
         known = more;
       }
-      json_decref(arr);
+      free(l);
       return agt_error_kind(err, AGT_E_INVALID, "jail.ls: columns[%zu]: %s%s%s is no column (%s)",
                             i, name ? "'" : "", name ? name : "not a string", name ? "'" : "",
                             known);
     }
+    usage = usage || agt_jail_column_is_usage(l->idx[l->n - 1]);
   }
-  for (agt_jail_t *j = req->d->jails; j; j = j->next)
-    json_array_append_new(arr, agt_jail_row(j, idx, n));
-  *result = json_pack("{s:O, s:o}", "columns", cols, "rows", arr);
+  l->w.ready = ls_ready;
+  if (usage && agt_usage_for_listing(req->d->usage, &l->w) == 1) {
+    l->d = req->d;
+    l->client = req->client;
+    l->id = req->id;
+    l->cols = cols ? json_incref(cols) : NULL;
+    agt_client_ref(req->client);
+    return 1;
+  }
+  *result = ls_result(req->d, cols, l->idx, l->n);
+  free(l);
   return 0;
 }
 
