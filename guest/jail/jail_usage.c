@@ -1,7 +1,11 @@
 #include "jail_usage.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "cgroup.h"
 #include "clock.h"
@@ -15,16 +19,40 @@ static int stale(const agt_jail_t *j, uint64_t now)
 }
 
 /* In a worker thread: only the entries' names and agtd's cgroup root (neither changes while
- * agtd runs) are read; the jails are the loop's. */
+ * agtd runs) are read; the jails are the loop's.  A read that no listing waits for runs at
+ * nice 19 (the thread's own, put back after): on a busy machine it takes the CPU of no one,
+ * not that of the listing that asked for it. */
 static void read_work(uv_work_t *w)
 {
   struct agt_usage *u = w->data;
+  pid_t tid = (pid_t)syscall(SYS_gettid);
 
+  if (u->background) {
+    errno = 0;
+    u->nice0 = getpriority(PRIO_PROCESS, (id_t)tid);
+    if (errno != 0)
+      u->nice0 = 0;
+    __atomic_store_n(&u->tid, tid, __ATOMIC_RELEASE);
+    setpriority(PRIO_PROCESS, (id_t)tid, 19);
+  }
   for (size_t i = 0; i < u->n; i++) {
     struct agt_usage_entry *e = &u->e[i];
     e->read_ns = agt_now_ns();
     e->ok = agt_cgroup_stats(u->d->cgroup, e->name, &e->s) == 0;
   }
+  if (u->background) {
+    __atomic_store_n(&u->tid, 0, __ATOMIC_RELEASE);
+    setpriority(PRIO_PROCESS, (id_t)tid, u->nice0);
+  }
+}
+
+/* A listing waits for the read after this one: this one goes at the worker's own nice. */
+static void hurry(struct agt_usage *u)
+{
+  pid_t tid = __atomic_load_n(&u->tid, __ATOMIC_ACQUIRE);
+
+  if (tid > 0)
+    setpriority(PRIO_PROCESS, (id_t)tid, u->nice0);
 }
 
 static void read_done(uv_work_t *w, int status);
@@ -51,6 +79,7 @@ static int start_read(struct agt_usage *u, int stale_too)
   if (u->n == 0)
     return 0;
   u->busy = 1;
+  u->background = u->waiters == NULL;
   u->started++;
   u->work.data = u;
   uv_queue_work(u->d->loop, &u->work, read_work, read_done);
@@ -131,6 +160,8 @@ int agt_usage_for_listing(struct agt_usage *u, struct agt_usage_wait *w)
     u->want_stale = 1; /* the others' too, once the missing ones are read */
     if (!u->busy)
       start_read(u, 0); /* not empty: this jail has none */
+    else if (u->background)
+      hurry(u);
     return 1;
   }
   if (old) {

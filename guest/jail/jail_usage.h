@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <uv.h>
 
 #include "cgroup_utils.h"
@@ -41,8 +42,11 @@ struct agt_usage_entry {
 struct agt_usage {
   struct agtd_s *d;
   uv_work_t work;
-  int busy;                   /* a read is in the threadpool */
-  int want_stale;             /* a listing found stale figures while busy: read them next */
+  int busy;       /* a read is in the threadpool */
+  int want_stale; /* a listing found stale figures while busy: read them next */
+  int background; /* no listing waits for the read in flight: it runs at nice 19 */
+  pid_t tid;      /* ... in this worker thread (0: not now), whose nice was nice0 */
+  int nice0;
   uint64_t started, finished; /* sequence numbers of the reads */
   struct agt_usage_entry *e;  /* the read in the threadpool: its jails */
   size_t n, cap;
