@@ -930,17 +930,20 @@ static size_t net_refused(struct agt_ctx *c, const char *name, char *first, size
   return count;
 }
 
-/* Said where the user looks once the jail's terminal is left: what its proxy refused. */
-static void say_refused(struct agt_ctx *c, const char *name)
+/* Said where the user looks once the jail's terminal is left: what its proxy refused.  A jail
+ * about to be removed (--rm) has no record left to list them from. */
+static void say_refused(struct agt_ctx *c, const char *name, int removed)
 {
   char first[512];
   size_t n = net_refused(c, name, first, sizeof first);
+  cleanup_free char *where =
+      removed ? xstrdup("") : xasprintf(": 'agt jail net %s' lists them", name);
 
   if (n)
     fprintf(stderr,
-            "agt: jail %s: its network proxy refused %zu connection%s, the first to %s: 'agt jail "
-            "net %s' lists them; --allow HOST[:PORT] or agents.AGENT.allow lets one through\n",
-            name, n, n == 1 ? "" : "s", first, name);
+            "agt: jail %s: its network proxy refused %zu connection%s, the first to %s%s; --allow "
+            "HOST[:PORT] or agents.AGENT.allow lets one through\n",
+            name, n, n == 1 ? "" : "s", first, where);
 }
 
 static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, agt_error_t *err)
@@ -1062,7 +1065,7 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
     r = watch_jail(c, str(res, "name"), 0, interactive && tty, &keys, o.run.keys, &detached, err);
     if (r == 0) {
       agt_target_disconnect(&c->target); /* the stream used that connection up */
-      say_refused(c, str(res, "name"));
+      say_refused(c, str(res, "name"), o.rm && !detached);
     }
     if (r == 0 && o.rm && !detached) {
       json_t *gone;

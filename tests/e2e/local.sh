@@ -87,6 +87,10 @@ agt jail rm oc2 >/dev/null
 run agt jail run --rm --name rm1 -- /bin/sh -c 'echo gone-after'
 is "agt jail run --rm: the command's output" "$OUT" gone-after
 is "and the jail is removed when it exits" "$(agt jail ls -q | grep -c '^rm1$')" 0
+run agt jail run --rm --name rm2 -- busybox wget -q -O /dev/null http://agt-refused.example/
+like "--rm: the proxy's refusal said when the jail ends" "$ERR" \
+  "^agt: jail rm2: its network proxy refused 1 connection, the first to agt-refused\.example:80 \(host not on the jail's allowlist\); --allow"
+unlike "without pointing at 'agt jail net' for a jail removed" "$ERR" "agt jail net rm2"
 run agt jail run --rm -d -- true
 is "--rm with -d: a usage error" "$RC" 2
 run agt jail run -d --name c1 --cpus 1.5 -- sleep 300
