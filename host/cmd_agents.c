@@ -190,7 +190,7 @@ static double mb(json_t *b)
 static int agents_ls(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   struct agt_profile_set set;
-  json_t *res = NULL, *store, *all = json_array(), *e;
+  json_t *res = NULL, *store, *all, *e;
   cleanup_free char *arch = NULL;
   struct agt_flags o = {0, 0, 0};
   int i, r = -1;
@@ -203,6 +203,7 @@ static int agents_ls(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     return agt_error_kind(err, AGT_E_INVALID, "usage: %s", ls_help.usage);
   if (agt_profiles_load_for(c->cfg.user_file, &set, err) < 0)
     return -1;
+  all = json_array();
   if (o.quiet) {
     for (k = 0; k < set.n; k++)
       if (set.p[k]->kind == AGT_PROFILE_AGENT)
