@@ -114,11 +114,12 @@ layers_dir=/var/lib/agt/layers
 layers_unit=
 if [ -n "$jails_disk" ]; then
   # made btrfs, if still empty, by jails-disk.sh: at this boot's start already (Lima `mode:
-  # boot`) when the image had mkfs.btrfs, else now that the packages are in
-  sh "$src/lima/provision/jails-disk.sh"
-  part="$(blkid -c /dev/null -t LABEL=agt-jails -o device | head -n 1)"
+  # boot`) when the image had mkfs.btrfs, else now that the packages are in.  It names the
+  # partition on the jails' disk itself: a search by label would also find agtd's own image
+  # (<state>/layers.img, labelled agt-jails too) or a copy's disk.
+  part="$(sh "$src/lima/provision/jails-disk.sh")"
   if [ -z "$part" ]; then
-    echo "agt: the jails' disk '$jails_disk': no btrfs labelled agt-jails after jails-disk.sh" >&2
+    echo "agt: the jails' disk '$jails_disk': jails-disk.sh named no partition" >&2
     exit 1
   fi
   uuid="$(blkid -p -o value -s UUID "$part")"
