@@ -164,6 +164,8 @@ setup() {
     while IFS= read -r -d '' f; do [[ -e $f ]] && printf '%s\0' "$f"; done |
     tar --null -T - -cf -) | tar -xf - -C "$E2E/src"
   install -m 0755 "$ROOT/build/host/agt" "$E2E/agt"
+  # a project in a writable mount, as a user's: a jail's workspace is one (agt jail run)
+  mkdir -p "$E2E/work/project"
   cat >"$E2E/config.yaml" <<EOF
 target: lima
 vm:
@@ -177,6 +179,9 @@ vm:
   kernel: $IMG/vmlinuz
   kernel_cmdline: "$(cat "$IMG/cmdline")"
   initrd: $IMG/initrd.img
+  mounts:
+    - location: $E2E/work
+      writable: true
 lima:
   limactl: $PREFIX/bin/limactl
   home: $LIMA_HOME_DIR
@@ -243,7 +248,7 @@ step "agt verify --jails 2" agt verify --jails 2 --timeout 60m
 # jails' disk.
 disk_limit() {
   local out
-  out="$(agt jail run --rm --no-tty --name e2e-disk --disk 64M -- /bin/sh -c \
+  out="$(agt jail run --rm --no-tty --name e2e-disk --disk 64M --workspace "$E2E/work/project" -- /bin/sh -c \
     'dd if=/dev/zero of=/var/tmp/fill bs=1M count=128; echo "dd exit $?"' 2>&1)" || true
   printf '%s\n' "$out" | tail -n 5 >&2
   grep -q 'Disk quota exceeded' <<<"$out"
