@@ -20,12 +20,11 @@ jd_finish() {
 }
 trap jd_finish EXIT
 
-new_disk() { # new_disk FILE: a sparse 512 MiB image on a loop device that shows partitions
+new_disk() { # new_disk FILE: D, a loop device on a sparse 512 MiB image, that shows
+  # partitions (set here, not printed: LOOPS, which the end detaches, is this shell's)
   truncate -s 512M "$1"
-  local l
-  l=$(losetup -f --show -P "$1") || bail "losetup -P $1"
-  LOOPS+=("$l")
-  echo "$l"
+  D=$(losetup -f --show -P "$1") || bail "losetup -P $1"
+  LOOPS+=("$D")
 }
 run() { # run DEVICE: the script as the provisioning runs it, with /bin/sh; stdout in $T/out
   PARAM_AgtJailsDisk=vm-jails AGT_JAILS_DISK_DEVICE="$1" sh "$SCRIPT" >"$T/out" 2>"$T/err"
@@ -38,7 +37,7 @@ mkdir -p "$T/m" "$T/bin"
 # partition table parsers: there, after every sfdisk, partx tells the kernel what one that
 # reads GPT would have found (the real partitions, through BLKPG), through an sfdisk first
 # in PATH that runs the real one and then partx.
-D=$(new_disk "$T/probe.img")
+new_disk "$T/probe.img"
 echo 'type=linux' | sfdisk --quiet --label gpt "$D"
 if [ -z "$(first_part "$D")" ]; then
   echo "# this kernel shows no partitions of $D ($(uname -r)): partx adds them after sfdisk"
@@ -56,7 +55,7 @@ EOF
 fi
 
 # 1. An empty disk: partitioned, btrfs, marked, named done.
-D=$(new_disk "$T/empty.img")
+new_disk "$T/empty.img"
 check "an empty disk is made" run "$D"
 P=$(first_part "$D")
 is "it prints the partition" "$(cat "$T/out")" "$P"
@@ -79,14 +78,14 @@ is "its data stays" "$(cat "$T/m/data" 2>&1)" "kept"
 umount "$T/m"
 
 # 3. A reboot between the partition and its file system: made then.
-D=$(new_disk "$T/cut1.img")
+new_disk "$T/cut1.img"
 echo 'type=linux, name=agt-jails-new' | sfdisk --quiet --label gpt "$D"
 P=$(first_part "$D")
 check "a partition a reboot left empty is made" run "$D"
 is "btrfs, named agt-jails" "$(blkid -p -o value -s TYPE "$P"):$(blkid -p -o value -s PART_ENTRY_NAME "$P")" "btrfs:agt-jails"
 
 # 4. A reboot between the file system and its mark: made again, with the mark.
-D=$(new_disk "$T/cut2.img")
+new_disk "$T/cut2.img"
 echo 'type=linux, name=agt-jails-new' | sfdisk --quiet --label gpt "$D"
 P=$(first_part "$D")
 mkfs.btrfs -q -f -K --mixed -L agt-jails "$P" >/dev/null 2>&1
@@ -100,7 +99,7 @@ is "named agt-jails" "$(blkid -p -o value -s PART_ENTRY_NAME "$P")" "agt-jails"
 
 # 5. A disk made before the partition had a name (agtd.sh's, or this script's of 964d7c8):
 # left alone.
-D=$(new_disk "$T/old.img")
+new_disk "$T/old.img"
 echo 'type=linux' | sfdisk --quiet --label gpt "$D"
 P=$(first_part "$D")
 mkfs.btrfs -q -f -K --mixed -L agt-jails "$P" >/dev/null 2>&1
@@ -116,7 +115,7 @@ is "same file system, its data kept" "$(blkid -p -o value -s UUID "$P"):$(cat "$
 umount "$T/m"
 
 # 6. A disk holding a file system of its own (no partition): refused, untouched.
-D=$(new_disk "$T/ext4.img")
+new_disk "$T/ext4.img"
 mkfs.ext4 -q "$D"
 before=$(blkid -p -o value -s UUID "$D")
 check "a disk holding ext4 is refused" refused "$D"
@@ -125,7 +124,7 @@ is "the ext4 is left as it was" "$(blkid -p -o value -s TYPE "$D"):$(blkid -p -o
 
 # 7. A disk blkid finds two file systems on (it answers "ambivalent", and nothing on its
 # standard output): refused, not taken for empty.
-D=$(new_disk "$T/two.img")
+new_disk "$T/two.img"
 mkfs.ext4 -q "$D"
 truncate -s 512M "$T/btrfs.img"
 mkfs.btrfs -q -f "$T/btrfs.img" >/dev/null 2>&1
@@ -139,7 +138,7 @@ like "it says blkid cannot tell" "$(cat "$T/err")" "blkid cannot tell what $D .*
 is "the disk is left as it was (its first MiB)" "$(head -c 1M "$D" | md5sum)" "$before"
 
 # 8. A partition holding another file system: refused, untouched.
-D=$(new_disk "$T/part.img")
+new_disk "$T/part.img"
 echo 'type=linux' | sfdisk --quiet --label gpt "$D"
 P=$(first_part "$D")
 mkfs.ext4 -q "$P"
@@ -149,7 +148,7 @@ is "the partition keeps its ext4" "$(blkid -p -o value -s TYPE "$P")" "ext4"
 
 # 9. A partition agt did not name, holding no file system agt knows (another system's, a
 # reboot of an agt before the name): refused, never formatted.
-D=$(new_disk "$T/other.img")
+new_disk "$T/other.img"
 printf 'size=16M, type=linux, name=data\ntype=linux\n' | sfdisk --quiet --label gpt "$D"
 P=$(first_part "$D")
 printf 'payload' | dd of="$P" bs=1M seek=1 conv=notrunc status=none
@@ -158,13 +157,13 @@ like "it says so" "$(cat "$T/err")" "holds a partition agt did not make \(named 
 is "nothing written to it" "$(blkid -p -o value -s TYPE "$P"):$(dd if="$P" bs=1M skip=1 count=1 status=none | head -c 7)" ":payload"
 
 # 10. A partition table with no partition (something agt did not write): refused.
-D=$(new_disk "$T/table.img")
+new_disk "$T/table.img"
 echo 'label: dos' | sfdisk --quiet "$D"
 check "a partition table without partitions is refused" refused "$D"
 is "the table stays dos" "$(blkid -p -o value -s PTTYPE "$D")" "dos"
 
 # 11. No jails' disk named (a VM from before): nothing done.
-D=$(new_disk "$T/none.img")
+new_disk "$T/none.img"
 check "no disk named: success" env -u PARAM_AgtJailsDisk AGT_JAILS_DISK_DEVICE="$D" sh "$SCRIPT"
 is "and the disk untouched" "$(blkid -p -o value -s PTTYPE "$D")" ""
 
@@ -173,7 +172,7 @@ is "and the disk untouched" "$(blkid -p -o value -s PTTYPE "$D")" ""
 printf '%s\n%s\n' "$(cat "$SCRIPT")" 'echo the next boot command' >"$T/bootcmd.sh"
 out=$(env -u PARAM_AgtJailsDisk sh "$T/bootcmd.sh" 2>&1)
 is "the boot commands after it run (no disk named)" "$out" "the next boot command"
-D=$(new_disk "$T/boot.img")
+new_disk "$T/boot.img"
 out=$(PARAM_AgtJailsDisk=vm-jails AGT_JAILS_DISK_DEVICE="$D" sh "$T/bootcmd.sh" 2>/dev/null)
 is "the boot commands after it run (a disk made)" "$out" "$(first_part "$D")
 the next boot command"
