@@ -112,7 +112,7 @@ static void check_limactl(struct doctor *d)
   const char *v;
 
   if (d->na) {
-    row(d, "host", "limactl", D_NA, NULL, "n/a (%s)%s%s", d->na, path ? ": found " : "",
+    row(d, "host", "limactl", D_NA, NULL, "%s%s%s", d->na, path ? ": found " : "",
         path ? path : "");
     return;
   }
@@ -155,7 +155,7 @@ static void check_key(struct doctor *d, int vm_exists)
   cleanup_free char *key = NULL;
 
   if (d->na) {
-    row(d, "host", "lima key", D_NA, NULL, "n/a (%s)", d->na);
+    row(d, "host", "lima key", D_NA, NULL, "%s", d->na);
     return;
   }
   key = agt_lima_identity(&d->c->lima);
@@ -196,7 +196,7 @@ static void check_disk(struct doctor *d, const char *state_dir)
   char buf[32];
 
   if (d->c->target.kind == AGT_TARGET_SSH) {
-    row(d, "host", "disk", D_NA, NULL, "n/a (agtd's disk is on %s)", d->c->target.host);
+    row(d, "host", "disk", D_NA, NULL, "agtd's disk is on %s", d->c->target.host);
     return;
   }
   if (statvfs(dir, &sv) != 0) {
@@ -258,7 +258,7 @@ static int check_vm(struct doctor *d, int *exists)
 
   *exists = 0;
   if (d->na) {
-    row(d, "vm", "state", D_NA, NULL, "n/a (%s)", d->na);
+    row(d, "vm", "state", D_NA, NULL, "%s", d->na);
     return 1;
   }
   if (agt_vm_state(d->c, &in, &found, &e) < 0) {

@@ -166,9 +166,9 @@ done
 printf 'agtd:\n  socket: %s\njail:\n  rootfs: test\n' "$T/local.sock" >"$T/local.yaml"
 run env AGT_CONFIG="$T/local.yaml" "$AGT" --target local doctor
 is "target local: doctor exits 1 (no rootfs built)" "$RC" 1
-like "limactl does not apply" "$(row host limactl)" "^host +limactl +n/a +n/a \(target local\)"
-like "Lima's key row" "$OUT" "^host +lima key +n/a +n/a \(target local\)$"
-like "nor the VM" "$(row vm state)" "^vm +state +n/a +n/a \(target local\)$"
+like "limactl does not apply" "$(row host limactl)" "^host +limactl +n/a +target local"
+like "Lima's key row" "$OUT" "^host +lima key +n/a +target local$"
+like "nor the VM" "$(row vm state)" "^vm +state +n/a +target local$"
 like "agtd answers on this machine" "$(row local agtd)" "^local +agtd +ok +agtd answers at local"
 like "the guest rows are this machine's" "$(row guest namespaces)" "^guest +namespaces +ok "
 like "an agtd on this machine starts at normal priority by default, and that is no warning" \
