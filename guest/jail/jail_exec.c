@@ -382,6 +382,7 @@ int agt_jail_exec(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, jso
   cleanup_strv char **argv = NULL;
   cleanup_strv char **env = NULL;
   struct clone_args args;
+  sigset_t all, old;
   struct agt_exec_s *x;
   json_t *a = json_object_get(params, "argv"), *reply, *size = json_object_get(params, "size");
   int pidfd = -1, tty = 0, in = 0, extra[2] = {-1, -1}; /* agtd's end, the child's */
@@ -474,9 +475,14 @@ int agt_jail_exec(struct agt_jail_s *j, struct agt_client_s *c, uint64_t id, jso
   args.flags = CLONE_PIDFD;
   args.pidfd = (uint64_t)(uintptr_t)&pidfd;
   args.exit_signal = SIGCHLD;
+  /* every signal blocked across the clone (see jail_keep.c): the child unblocks them
+   * before the command's exec and in its init loop */
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
   pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
   if (pid == 0)
     agt_jail_exec_child(&plan);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   close(fds[0]);
   close(fds[3]);
   close(fds[5]);

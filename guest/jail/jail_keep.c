@@ -189,6 +189,7 @@ int agt_keep_spawn(struct agtd_s *d, struct agt_keep_spawn *s, agt_error_t *err)
   int sp[2], fds[2];
   struct agt_keep_hdr h;
   pid_t sp_pid;
+  sigset_t all, old;
   int kpidfd = -1;
 
   s->pid = -1;
@@ -211,8 +212,15 @@ int agt_keep_spawn(struct agtd_s *d, struct agt_keep_spawn *s, agt_error_t *err)
         sched_getparam(0, &prm) == 0)
       c.rt_prio = prm.sched_priority;
   }
+  /* Every signal blocked across the clone, as posix_spawn does: the spawner and the jail's
+   * init it clones start without running agtd's libuv handlers (which would act on agtd's
+   * fds and memory) for a signal that comes before they are set up.  The init unblocks
+   * them in its loop (init_loop.c), the agent before its exec, the keeper at its start. */
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
   sp_pid = clone(spawner, (char *)d->spawner_stack + SPAWNER_STACK,
                  CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &c, &kpidfd);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   close(sp[1]);
   if (sp_pid < 0) {
     close(sp[0]);

@@ -299,6 +299,11 @@ static int listen_here(void)
 int main(int argc, char **argv)
 {
   struct stat st;
+  sigset_t none;
+
+  /* agtd clones with every signal blocked (jail_keep.c): none is, from here on */
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
 
   /* normal priority first: a realtime start's spawner may have run this exec at its own */
   {

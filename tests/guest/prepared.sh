@@ -60,6 +60,14 @@ ctl jail run --name p3 --rootfs "$R" --memory 100M --pids 50 -- /bin/sleep 30 >/
 ipid=$(ctl --json jail inspect p3 | grep -o '"pid": [0-9]*' | grep -o '[0-9]*$')
 check "its init becomes agt-init once the start is answered" \
   wait_until 10 sh -c "readlink /proc/$ipid/exe | grep -q '^/memfd:agt-init'"
+# agtd clones with every signal blocked (none of its handlers may run in a child): the
+# init's loop, the agent's exec and the keeper each unblock them all.
+sigblk() { awk '/^SigBlk:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+kpid=$(awk '/^PPid:/ { print $2 }' "/proc/$ipid/status")
+apid=$(awk '{ print $1 }' "/proc/$ipid/task/$ipid/children")
+check "its init blocks no signal" wait_until 10 sh -c "grep -q '^SigBlk:.0000000000000000$' /proc/$ipid/status"
+is "nor do its keeper ($(cat "/proc/$kpid/comm")) and its agent" "$(sigblk "$kpid") $(sigblk "$apid")" \
+  "0000000000000000 0000000000000000"
 cg_mem=$(find /sys/fs/cgroup/memory/"$CG"/p3 /sys/fs/cgroup/"$CG"/p3 -maxdepth 0 2>/dev/null | head -1)
 if [ -f "$cg_mem/memory.limit_in_bytes" ]; then
   is "its cgroup carries its name and memory limit (v1)" "$(cat "$cg_mem/memory.limit_in_bytes")" 104857600

@@ -238,7 +238,7 @@ static int v_status(void)
     return 1;
   while (fgets(line, sizeof line, f))
     if (!strncmp(line, "Uid:", 4) || !strncmp(line, "Cap", 3) || !strncmp(line, "NoNewPrivs", 10) ||
-        !strncmp(line, "Seccomp:", 8))
+        !strncmp(line, "Seccomp:", 8) || !strncmp(line, "SigBlk:", 7))
       fputs(line, stdout);
   fclose(f);
   return 0;

@@ -84,6 +84,7 @@ like "exec runs as the jail's user" "$out" "^$(ctl --json jail inspect ex | sed 
 out=$(ctl jail exec ex -- probe status)
 like "exec has no capabilities" "$out" "CapEff:[[:space:]]+0000000000000000"
 like "exec is under the jail's seccomp filter" "$out" "Seccomp:[[:space:]]+2"
+like "exec's command blocks no signal (agtd clones with all blocked)" "$out" "SigBlk:[[:space:]]+0000000000000000"
 out=$(ctl jail exec ex -- /no/such 2>&1)
 is "exec of a missing binary exits 127" "$?" 127
 like "and says why" "$out" "exec /no/such: No such file or directory"
