@@ -144,7 +144,96 @@ static void remount_in(int rootfd, const char *target, unsigned long flags)
   close(fd);
 }
 
-static void mask_in(int rootfd, const char *target)
+/* The jail's tmpfs, one superblock for all of them: every superblock registers a shrinker,
+ * and the kernel keeps per memory cgroup a slot for each shrinker the machine has had at
+ * once, so each one more per jail costs every jail's cgroup (docs/BENCH.md, section 9).  Its
+ * directories are bound where the jail sees them; its own root is in no mount. */
+struct jail_tmpfs {
+  int dev, shm, tmp, home; /* detached mounts of its directories (home: -1 without) */
+  int mask;                /* a detached mount of its empty directory, read-only */
+};
+
+/* A detached mount of the directory `name` below dirfd, nosuid and nodev plus `attr`. */
+static int clone_dir(int dirfd, const char *name, uint64_t attr)
+{
+  struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | attr};
+  int mfd = (int)syscall(SYS_open_tree, dirfd, name,
+                         OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (*name ? 0 : AT_EMPTY_PATH));
+
+  if (mfd < 0)
+    fail("clone the mount of the jail's tmpfs ", name, errno);
+  if (syscall(SYS_mount_setattr, mfd, "", AT_EMPTY_PATH, &a, sizeof a) < 0)
+    fail("set the mount flags of the jail's tmpfs ", name, errno);
+  return mfd;
+}
+
+/* Move the detached mount mfd onto target in the new root (found by openat2 inside it). */
+static void place_in(int rootfd, const char *target, int mfd)
+{
+  int fd = open_in(rootfd, target, O_PATH);
+
+  if (fd < 0)
+    fail("open mount point ", target, errno);
+  if (syscall(SYS_move_mount, mfd, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) <
+      0)
+    fail("mount on ", target, errno);
+  close(fd);
+  close(mfd);
+}
+
+static void make_dir(int dirfd, const char *name, mode_t mode, uid_t uid, gid_t gid)
+{
+  /* the mode as given, not as the umask leaves it */
+  if (mkdirat(dirfd, name, mode) < 0 || fchmodat(dirfd, name, mode, 0) < 0 ||
+      fchownat(dirfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+    fail("make the jail's tmpfs directory ", name, errno);
+}
+
+static void stage_home(int hfd, const struct agt_spawn_plan *p);
+
+/* Mounted at /tmp first, where each directory is cloned from (fsmount's detached mount
+ * would do, but 6.1's open_tree clones no mount outside the caller's namespace: check_mnt in
+ * __do_loopback); then taken off /tmp again.  /tmp and the ephemeral home go in place here,
+ * the others as /dev and /proc are made. */
+static void setup_tmpfs(int rootfd, const struct agt_spawn_plan *p, struct jail_tmpfs *t)
+{
+  char buf[32];
+  int fd;
+
+  mount_in(rootfd, "/tmp", "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV, p->tmpfs_opts);
+  fd = open_in(rootfd, "/tmp", O_PATH | O_DIRECTORY);
+  if (fd < 0)
+    fail("open the jail's tmpfs", "", errno);
+  make_dir(fd, "dev", 0755, 0, 0);
+  make_dir(fd, "shm", 01777, 0, 0);
+  make_dir(fd, "tmp", 01777, 0, 0);
+  make_dir(fd, "mask", 0555, 0, 0);
+  t->home = -1;
+  if (p->home_ephemeral) {
+    int hfd;
+    make_dir(fd, "home", 0700, p->uid, p->gid);
+    hfd = openat(fd, "home", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (hfd < 0)
+      fail("open the ephemeral home", "", errno);
+    stage_home(hfd, p);
+    close(hfd);
+    t->home = clone_dir(fd, "home", 0);
+  }
+  t->dev = clone_dir(fd, "dev", MOUNT_ATTR_NOEXEC);
+  t->shm = clone_dir(fd, "shm", MOUNT_ATTR_NOEXEC);
+  t->tmp = clone_dir(fd, "tmp", 0);
+  t->mask = clone_dir(fd, "mask", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC);
+  if (umount2(fd_path(buf, fd), MNT_DETACH) < 0)
+    fail("take the jail's tmpfs off /tmp", "", errno);
+  close(fd);
+  place_in(rootfd, "/tmp", t->tmp);
+  t->tmp = -1;
+}
+
+/* A masked directory gets the tmpfs's empty one, read-only; a masked file /dev/null (as in
+ * crun: no superblock of their own).  *mask is a detached mount of the empty directory: it
+ * goes onto the directory, and is cloned again from there for the next one. */
+static void mask_in(int rootfd, const char *target, int *mask, int nul)
 {
   char buf[32], src[32];
   struct stat st;
@@ -158,21 +247,22 @@ static void mask_in(int rootfd, const char *target)
   if (fstat(fd, &st) < 0)
     fail("stat ", target, errno);
   if (S_ISDIR(st.st_mode)) {
-    if (mount("tmpfs", fd_path(buf, fd), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              "size=0,nr_inodes=1") < 0)
+    if (syscall(SYS_move_mount, *mask, "", fd, "",
+                MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
       fail("mask ", target, errno);
-  } else {
-    int nul = open_in(rootfd, "/dev/null", O_PATH);
-    if (nul < 0)
-      fail("open /dev/null to mask ", target, errno);
-    if (mount(fd_path(src, nul), fd_path(buf, fd), NULL, MS_BIND, NULL) < 0)
-      fail("mask ", target, errno);
-    close(nul);
+    close(*mask);
+    close(fd);
+    fd = open_in(rootfd, target, O_PATH | O_DIRECTORY);
+    if (fd < 0)
+      fail("open the mask of ", target, errno);
+    *mask = clone_dir(fd, "", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC);
+  } else if (mount(fd_path(src, nul), fd_path(buf, fd), NULL, MS_BIND, NULL) < 0) {
+    fail("mask ", target, errno);
   }
   close(fd);
 }
 
-static void setup_proc(int rootfd)
+static void setup_proc(int rootfd, struct jail_tmpfs *t)
 {
   static const char *const masked[] = {
       "/proc/kcore",         "/proc/keys",          "/proc/timer_list", "/proc/sched_debug",
@@ -181,15 +271,22 @@ static void setup_proc(int rootfd)
       "/proc/kpagecgroup",   "/proc/sysrq-trigger",
   };
   static const char *const readonly[] = {"/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs"};
+  int nul;
 
   mount_in(rootfd, "/proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+  nul = open_nofollow("/dev/null", O_PATH);
+  if (nul < 0)
+    fail("open /dev/null to mask /proc", "", errno);
   for (size_t i = 0; i < sizeof masked / sizeof masked[0]; i++)
-    mask_in(rootfd, masked[i]);
+    mask_in(rootfd, masked[i], &t->mask, nul);
+  close(nul);
+  close(t->mask);
+  t->mask = -1;
   for (size_t i = 0; i < sizeof readonly / sizeof readonly[0]; i++)
     remount_in(rootfd, readonly[i], MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
 }
 
-static void setup_dev(int rootfd)
+static void setup_dev(int rootfd, struct jail_tmpfs *t)
 {
   static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
   static const char *const links[][2] = {
@@ -199,8 +296,8 @@ static void setup_dev(int rootfd)
   char buf[32], host[32];
   int devfd;
 
-  mount_in(rootfd, "/dev", "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-           "mode=755,size=65536,nr_inodes=64");
+  place_in(rootfd, "/dev", t->dev);
+  t->dev = -1;
   devfd = open_in(rootfd, "/dev", O_PATH | O_DIRECTORY);
   if (devfd < 0)
     fail("open /dev", "", errno);
@@ -222,17 +319,17 @@ static void setup_dev(int rootfd)
     close(fd);
     close(hfd);
   }
-  if (mkdirat(devfd, "pts", 0755) < 0 || mkdirat(devfd, "shm", 01777) < 0)
+  if (mkdirat(devfd, "pts", 0755) < 0 || mkdirat(devfd, "shm", 0755) < 0)
     fail("mkdir /dev/pts and /dev/shm", "", errno);
   mount_in(rootfd, "/dev/pts", "devpts", "devpts", MS_NOSUID | MS_NOEXEC,
            "newinstance,ptmxmode=0666,mode=620");
-  mount_in(rootfd, "/dev/shm", "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-           "mode=1777,size=67108864");
+  place_in(rootfd, "/dev/shm", t->shm);
+  t->shm = -1;
   for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
     if (symlinkat(links[i][1], devfd, links[i][0]) < 0)
       fail("symlink /dev/", links[i][0], errno);
   close(devfd);
-  /* Nothing more is created in /dev: make its tmpfs read-only. */
+  /* Nothing more is created in /dev: make its mount read-only. */
   {
     int fd = open_in(rootfd, "/dev", O_PATH);
     if (fd < 0 ||
@@ -354,19 +451,12 @@ static void bind_at(int rootfd, const char *src, const char *target, int writabl
   close(mfd);
 }
 
-/* An ephemeral home's clean copy: each file of the plan written into the tmpfs just
- * mounted at /home/agent, its directories 0700 and files 0600, all the jail user's.  The
+/* An ephemeral home's clean copy: each file of the plan written into its directory hfd of
+ * the jail's new tmpfs, its directories 0700 and files 0600, all the jail user's.  The
  * tmpfs is new and nothing of the jail runs yet, so no link in it can redirect a write;
  * O_NOFOLLOW and O_EXCL make sure of it. */
-static void stage_home(int rootfd, const struct agt_spawn_plan *p)
+static void stage_home(int hfd, const struct agt_spawn_plan *p)
 {
-  int hfd;
-
-  if (p->nhome_files == 0)
-    return;
-  hfd = open_in(rootfd, "/home/agent", O_PATH | O_DIRECTORY);
-  if (hfd < 0)
-    fail("open /home/agent", "", errno);
   for (size_t i = 0; i < p->nhome_files; i++) {
     const struct agt_plan_file *f = &p->home_files[i];
     char buf[AGT_PLAN_PATH];
@@ -407,19 +497,18 @@ static void stage_home(int rootfd, const struct agt_spawn_plan *p)
     if (dfd != hfd)
       close(dfd);
   }
-  close(hfd);
 }
 
 /* The jail's home and the request's mounts (a cold start's; a prepared jail has none). */
-static void setup_binds(int rootfd, const struct agt_spawn_plan *p)
+static void setup_binds(int rootfd, const struct agt_spawn_plan *p, struct jail_tmpfs *t)
 {
   for (size_t i = 0; i < p->nmounts; i++)
     bind_at(rootfd, p->mounts[i].path, p->mounts[i].path, p->mounts[i].writable);
   if (p->home)
     bind_at(rootfd, p->home, "/home/agent", 1);
-  else if (p->home_tmpfs[0]) {
-    mount_in(rootfd, "/home/agent", "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV, p->home_tmpfs);
-    stage_home(rootfd, p);
+  else if (t->home >= 0) {
+    place_in(rootfd, "/home/agent", t->home);
+    t->home = -1;
   }
 }
 
@@ -962,6 +1051,7 @@ static void take_claim(struct agt_spawn_plan *q)
 
 void agt_jail_child(const struct agt_spawn_plan *p)
 {
+  struct jail_tmpfs tmpfs;
   char buf[32];
   int rootfd, nul;
 
@@ -985,16 +1075,16 @@ void agt_jail_child(const struct agt_spawn_plan *p)
   if (rootfd < 0)
     fail("open ", p->merged, errno);
 
-  setup_dev(rootfd);
-  setup_proc(rootfd);
-  mount_in(rootfd, "/tmp", "tmpfs", "tmpfs", MS_NOSUID | MS_NODEV, p->tmp_opts);
+  setup_tmpfs(rootfd, p, &tmpfs);
+  setup_dev(rootfd, &tmpfs);
+  setup_proc(rootfd, &tmpfs);
   if (p->warm) {
     /* the workspace's mount point, for the claim */
     if (mkdirat(rootfd, "work", 0755) < 0 && errno != EEXIST)
       fail("mkdir /work", "", errno);
   } else {
     setup_workspace(rootfd, p);
-    setup_binds(rootfd, p);
+    setup_binds(rootfd, p, &tmpfs);
     if (sethostname(p->hostname, strlen(p->hostname)) < 0)
       fail("sethostname", "", errno);
   }

@@ -42,10 +42,10 @@ struct agt_setup_error {
 
 /* A prepared jail (jail_warm.c) is built up to the point where its request matters, then
  * says it is ready (one byte "r") and waits on its control socket (at AGT_CHILD_SYNC_FD) for
- * the claim: this header, then the
- * strings (each NUL-terminated) hostname, PATH, cwd, passwd, group, /tmp's remount options
- * ("" to keep its size), argv[argc], env[envc]; with the workspace's detached mount
- * (open_tree) as SCM_RIGHTS, and after it the persistent home's when `home` says so. */
+ * the claim: this header, then the strings (each NUL-terminated) hostname, PATH, cwd,
+ * passwd, group, the remount options of the jail's tmpfs (its size, or "" to keep it),
+ * argv[argc], env[envc]; with the workspace's detached mount (open_tree) as SCM_RIGHTS, and
+ * after it the persistent home's when `home` says so. */
 struct agt_claim {
   uint32_t uid, gid;
   uint64_t nofile;
@@ -56,6 +56,24 @@ struct agt_claim {
   uint32_t home; /* 1: a second fd, the persistent home's detached mount for /home/agent */
 };
 #define AGT_CLAIM_MAX (192u * 1024)
+
+/* /dev/shm's share of a jail's tmpfs. */
+#define AGT_JAIL_SHM_BYTES (64ULL << 20)
+
+/* The size of a jail's one tmpfs, which holds its /tmp, /dev/shm and an ephemeral home
+ * (jail_setup.c): the sizes each had as a tmpfs of its own, added up (`tmp` bytes for /tmp
+ * and for the home, AGT_JAIL_SHM_BYTES for /dev/shm), so that together they hold what they
+ * did; one of them may now take what the others leave.  At most UINT64_MAX. */
+static inline uint64_t agt_jail_tmpfs_bytes(uint64_t tmp, int ephemeral_home)
+{
+  uint64_t n = tmp + AGT_JAIL_SHM_BYTES;
+
+  if (n < tmp)
+    return UINT64_MAX;
+  if (ephemeral_home)
+    n = n + tmp < n ? UINT64_MAX : n + tmp;
+  return n;
+}
 
 /* A guest directory or file bound at its own path in the jail (read-only unless writable). */
 struct agt_plan_mount {
@@ -83,13 +101,13 @@ struct agt_spawn_plan {
   const char *merged;    /* the overlay mount point */
   const char *workspace; /* bind source, an absolute guest path */
   const char *home;      /* bound read-write at /home/agent (a persistent home), or NULL */
-  char home_tmpfs[96];   /* "": no ephemeral home; else the tmpfs options of /home/agent */
+  int home_ephemeral;    /* an ephemeral home: a directory of the jail's tmpfs at /home/agent */
   const struct agt_plan_file *home_files; /* written into the ephemeral home, the jail user's */
   size_t nhome_files;
   const struct agt_plan_mount *mounts; /* cold starts only: a prepared jail takes none (its
                                         * home comes with the claim) */
   size_t nmounts;
-  char tmp_opts[64];
+  char tmpfs_opts[64]; /* the jail's tmpfs: agt_jail_tmpfs_bytes() as size=, and a mode */
   const char *cwd;
   const char *path; /* the jail's PATH, searched for argv[0] */
   char *const *argv;

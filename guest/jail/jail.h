@@ -33,7 +33,7 @@ enum agt_jail_state {
 struct agt_jail_limits {
   struct agt_cgroup_limits cg;
   uint64_t nofile;     /* RLIMIT_NOFILE */
-  uint64_t tmp_bytes;  /* size of the jail's /tmp tmpfs */
+  uint64_t tmp_bytes;  /* size of the jail's /tmp (its tmpfs: agt_jail_tmpfs_bytes) */
   uint64_t log_bytes;  /* the captured output kept on disk */
   uint64_t disk_bytes; /* the jail's writable layer (btrfs quota); 0: no limit */
 };

@@ -170,10 +170,7 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   plan.workspace = j->rec.workspace;
   if (j->rec.binds.home_mode == AGT_HOME_PERSISTENT)
     plan.home = j->rec.binds.home_path;
-  else if (j->rec.binds.home_mode == AGT_HOME_EPHEMERAL)
-    snprintf(plan.home_tmpfs, sizeof plan.home_tmpfs, "mode=0700,uid=%u,gid=%u,size=%llu",
-             (unsigned)j->rec.uid, (unsigned)j->rec.gid,
-             (unsigned long long)j->rec.limits.tmp_bytes);
+  plan.home_ephemeral = j->rec.binds.home_mode == AGT_HOME_EPHEMERAL;
   for (size_t i = 0; i < j->rec.binds.nhome_files && i < AGT_HOME_FILES_MAX; i++) {
     home_files[i].path = j->rec.binds.home_files[i].path;
     home_files[i].content = j->rec.binds.home_files[i].content;
@@ -191,8 +188,8 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   plan.mounts = mounts;
   plan.nmounts =
       j->rec.binds.nmounts < AGT_JAIL_MOUNTS_MAX ? j->rec.binds.nmounts : AGT_JAIL_MOUNTS_MAX;
-  snprintf(plan.tmp_opts, sizeof plan.tmp_opts, "mode=1777,size=%llu",
-           (unsigned long long)j->rec.limits.tmp_bytes);
+  snprintf(plan.tmpfs_opts, sizeof plan.tmpfs_opts, "mode=0700,size=%llu",
+           (unsigned long long)agt_jail_tmpfs_bytes(j->rec.limits.tmp_bytes, plan.home_ephemeral));
   plan.cwd = "/work";
   plan.path = agt_env_path(j->rec.env);
   plan.argv = j->rec.argv;

@@ -460,8 +460,8 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
                         sizeof plan.overlay_opts);
   plan.jail_dir = w->dir;
   plan.merged = merged;
-  snprintf(plan.tmp_opts, sizeof plan.tmp_opts, "mode=1777,size=%llu",
-           (unsigned long long)w->tmp_bytes);
+  snprintf(plan.tmpfs_opts, sizeof plan.tmpfs_opts, "mode=0700,size=%llu",
+           (unsigned long long)agt_jail_tmpfs_bytes(w->tmp_bytes, 0));
   plan.cap_last = agt_cap_last();
   plan.seccomp = &d->seccomp_tail->prog;
   plan.seccomp_ahead = &d->seccomp_ahead->prog;
@@ -669,7 +669,8 @@ static size_t claim_strings(struct agt_jail_s *j, const char **s, size_t max, ch
   size_t n = 0;
 
   if (j->rec.limits.tmp_bytes != warm_tmp)
-    snprintf(tmp_opts, tmp_size, "size=%llu", (unsigned long long)j->rec.limits.tmp_bytes);
+    snprintf(tmp_opts, tmp_size, "size=%llu",
+             (unsigned long long)agt_jail_tmpfs_bytes(j->rec.limits.tmp_bytes, 0));
   else
     tmp_opts[0] = '\0';
   s[n++] = j->rec.name;

@@ -113,10 +113,17 @@ is "the first jail started again gets it back" "$(stat -c %u "$EH" "$EH/f" | sor
 
 # --- lockdown: an ephemeral home that leaves nothing ------------------------------------
 run --name l1 --agent shell --lockdown -- /bin/sh -c \
-  'echo "lockdown-marker-$((6 * 7))" > "$HOME/secret"; cat "$HOME/secret" > /work/back; mount | grep " /home/agent " > /work/mnt'
+  'echo "lockdown-marker-$((6 * 7))" > "$HOME/secret"; cat "$HOME/secret" > /work/back; mount | grep " /home/agent " > /work/mnt
+   stat -c "%d %a %U" /home/agent /tmp > /work/devs; cat /proc/self/mountinfo > /work/mountinfo'
 is "a lockdown jail runs" "$(waitj l1)" 0
 is "its home is writable while it runs" "$(cat "$STATE/workspaces/l1/back")" lockdown-marker-42
 like "its home is a tmpfs" "$(cat "$STATE/workspaces/l1/mnt")" 'tmpfs'
+# a directory of the jail's one tmpfs, as /tmp is: no file system of its own
+devs=$(cut -d' ' -f1 "$STATE/workspaces/l1/devs" | sort -u | wc -l)
+is "its home is the same tmpfs as its /tmp (0700, the agent's)" \
+  "$devs $(cut -d' ' -f2- "$STATE/workspaces/l1/devs" | tr '\n' ' ')" "1 700 agent 1777 root "
+is "a lockdown jail mounts four file systems of its own" \
+  "$(own_superblocks "$(cat "$STATE/workspaces/l1/mountinfo")")" "devpts overlay proc tmpfs "
 is "nothing it wrote into its home is left on the guest after it exits" \
   "$(grep -rl lockdown-marker-42 "$STATE" 2>/dev/null | grep -v '/workspaces/l1/back$' | wc -l)" 0
 like "jail.inspect says lockdown" "$(ctl --json jail inspect l1)" '"lockdown": true'

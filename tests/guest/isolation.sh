@@ -80,6 +80,10 @@ check "the jail's mount table does not spell out the rootfs store" \
   test -z "$(printf '%s' "$out" | grep -e "lowerdir=/" -e "upperdir=/" -e "$STATE/rootfs")"
 check "the old root is gone from the jail's mount table" \
   test -z "$(printf '%s\n' "$out" | awk '$5 == "/" && $4 == "/"' | grep -v overlay)"
+# One tmpfs for /dev, /dev/shm, /tmp and the masks of /proc; the rest comes from the guest's
+# own (its devices, the workspace).
+is "the jail mounts four file systems of its own" "$(own_superblocks "$out")" \
+  "devpts overlay proc tmpfs "
 out=$(run_probe esc6 /bin/sh -c 'ls /dev | tr "\n" " "')
 is "/dev holds only the minimal nodes" "$out" "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero "
 out=$(run_probe esc7 /bin/sh -c 'echo x > /proc/sys/kernel/hostname 2>&1; echo rc=$?; mknod /tmp/sda b 8 0 2>&1; echo rc=$?')
@@ -87,9 +91,16 @@ like "/proc/sys is not writable" "$out" "rc=[1-9]"
 check "mknod is refused" test "$(printf '%s\n' "$out" | grep -c 'rc=[1-9]')" = 2
 out=$(run_probe esc8 /bin/sh -c 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "')
 is "the jail's network has loopback only" "$out" "lo"
+# The masked /proc directories the guest has: each an empty directory the jail cannot write.
+want=
+for d in /proc/acpi /proc/scsi /proc/asound; do [ -d "$d" ] && want="$want$d:0:read-only "; done
+out=$(run_probe esc9 /bin/sh -c 'for d in /proc/acpi /proc/scsi /proc/asound; do
+  [ -d $d ] && echo "$d:$(ls -A $d | wc -l):$(mkdir $d/x 2>/dev/null && echo writable || echo read-only)"
+  done' | tr '\n' ' ')
+is "the masked /proc directories (${want:-none here}) are empty and read-only" "$out" "$want"
 
 for i in $(seq 1 $N); do ctl jail rm "j$i" >/dev/null; done
-for i in 1 2 3 4 5 6 7 8; do ctl jail rm "esc$i" >/dev/null; done
+for i in 1 2 3 4 5 6 7 8 9; do ctl jail rm "esc$i" >/dev/null; done
 is "removing the jails leaves no mount behind" "$(leftovers)" 0
 is "removing the jails leaves no cgroup behind" "$(cgroup_dirs)" 0
 is "removing the jails leaves no workspace behind" "$(ls "$WS" | wc -l)" 0

@@ -30,7 +30,8 @@ is "two by default" "$(warm target)" 2
 
 out=$(ctl jail run --name p1 --rootfs "$R" --workspace "$WS" -- /bin/sh -c \
   'id -u; id -g; hostname; grep ^agent: /etc/passwd; stat -c "%u %a" /home/agent;
-   echo hi >/work/from-p1; df -k /tmp | tail -1; cat /proc/self/status | grep -E "^(NoNewPrivs|Seccomp):"')
+   echo hi >/work/from-p1; df -k /tmp | tail -1; cat /proc/self/status | grep -E "^(NoNewPrivs|Seccomp):";
+   cat /proc/self/mountinfo')
 like "the next run takes a prepared jail" "$out" "^p1 started in [0-9.]+ ms \(a prepared jail\)$"
 ctl jail wait p1 >/dev/null
 logs=$(ctl jail logs p1)
@@ -38,7 +39,10 @@ like "its agent runs as the workspace's owner" "$logs" "^1000$"
 like "its hostname is the jail's name" "$logs" "^p1$"
 like "its passwd names that user" "$logs" "^agent:x:1000:1000:"
 like "its home belongs to that user" "$logs" "^1000 700$"
-like "its /tmp has the default size" "$logs" "^tmpfs +524288 "
+# /tmp, /dev/shm (64 MiB) and the masks of /proc are one tmpfs: 512 MiB + 64 MiB
+like "its /tmp has the default size, with /dev/shm's" "$logs" "^tmpfs +589824 "
+is "it mounts four file systems of its own, as a cold start does" "$(own_superblocks "$logs")" \
+  "devpts overlay proc tmpfs "
 like "no_new_privs is set" "$logs" "^NoNewPrivs:.1"
 like "the seccomp filter is on" "$logs" "^Seccomp:.2"
 is "it wrote to the workspace, as its owner" "$(stat -c '%u %s' "$WS/from-p1")" "1000 3"
@@ -54,7 +58,7 @@ uid2=$(printf '%s\n' "$logs" | head -1)
 check "it runs as a uid of its own ($uid2)" test "$uid2" -ge 100000
 like "its passwd names that uid" "$logs" "^agent:x:$uid2:$uid2:"
 like "its home is that uid's" "$logs" "^$uid2$"
-like "its /tmp is resized to 64M" "$logs" "^tmpfs +65536 "
+like "its /tmp is resized to 64M (with /dev/shm's 64M)" "$logs" "^tmpfs +131072 "
 ctl jail run --name p3 --rootfs "$R" --memory 100M --pids 50 -- /bin/sleep 30 >/dev/null
 # Its init becomes agt-init once agtd has answered the start and closed the claim socket.
 ipid=$(ctl --json jail inspect p3 | grep -o '"pid": [0-9]*' | grep -o '[0-9]*$')
