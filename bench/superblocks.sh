@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# What a jail's superblocks cost every memory cgroup (docs/BENCH.md, section 9).  Every
+# superblock registers a memcg-aware shrinker, and the kernel keeps for each memory cgroup
+# one 520-byte unit (a kmalloc-1k object) per 64 shrinker ids, for the most ids the machine
+# has had at once since boot (mm/shrinker.c).  This script starts a private agtd and N idle
+# jails (`probe sleep 600`) and prints:
+#   - the file systems one jail mounts of its own (device numbers its mount table has and
+#     the guest's has not), and the same for one bwrap sandbox as bench/run.sh starts it;
+#   - the kmalloc-1k objects 100 new empty memory cgroups take, per cgroup, before the jails
+#     and with them: 1 object of 1 KiB per 64 shrinker ids of the high-water mark, so
+#     the objects times 64 estimate that mark.
+# The mark never goes down: once the machine has had more superblocks than the N jails
+# add, the second reading does not move (run it on a freshly booted machine to see a jail's
+# own share).  Needs root and Linux.  Knobs: BUILD (build), SUPERBLOCKS_N (1000),
+# BENCH_UID (1000), BENCH_DISK (16 MiB: each jail's disk limit, as bench/run.sh).
+set -euo pipefail
+
+SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-$SRCDIR/build}
+case $BUILD in /*) ;; *) BUILD=$SRCDIR/$BUILD ;; esac
+AGTD=$BUILD/guest/agtd
+PROBE=$BUILD/tests/guest/probe
+N=${SUPERBLOCKS_N:-1000}
+BENCH_UID=${BENCH_UID:-1000}
+DISK=${BENCH_DISK:-16777216}
+
+die() {
+  echo "bench: superblocks: $*" >&2
+  exit 1
+}
+[ "$(id -u)" = 0 ] || die "needs root"
+[ "$(uname -s)" = Linux ] || die "needs Linux"
+for f in "$AGTD" "$PROBE"; do [ -x "$f" ] || die "$f is missing: build first (just build)"; done
+case $N in '' | *[!0-9]* | 0) die "SUPERBLOCKS_N: '$N' is not a count of jails (1..1000)" ;; esac
+[ "$N" -le 1000 ] || die "SUPERBLOCKS_N: $N is more than agtd's --max-jails here (1000)"
+if [ -d /sys/fs/cgroup/memory ]; then
+  MEMCG_ROOT=/sys/fs/cgroup/memory # cgroup v1
+else
+  MEMCG_ROOT=/sys/fs/cgroup
+  grep -qw memory "$MEMCG_ROOT/cgroup.subtree_control" ||
+    die "the memory controller is not enabled in $MEMCG_ROOT/cgroup.subtree_control"
+fi
+
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+T=$(mktemp -d /tmp/agt-superblocks.XXXXXX)
+chmod 755 "$T"
+SOCK=$T/agtd.sock
+STATE=$T/state
+CG=agt-superblocks-$$
+AGTD_PID=
+PROBES=()
+
+ctl() { "$AGTD" ctl -s "$SOCK" "$@"; }
+
+cleanup() {
+  local rc=$? d
+  for d in "${PROBES[@]}"; do [ -d "$d" ] && rmdir "$d"; done
+  if [ -n "$AGTD_PID" ]; then
+    ctl jail ls 2>/dev/null | awk 'NR > 1 {print $1}' | while read -r j; do
+      ctl jail rm "$j" --force >/dev/null || echo "bench: superblocks: could not remove jail $j" >&2
+    done
+    kill -TERM "$AGTD_PID" 2>/dev/null || true
+    wait "$AGTD_PID" 2>/dev/null || true
+  fi
+  for d in /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG"; do
+    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
+  if ! grep -q " $T/" /proc/self/mountinfo; then
+    rm -rf --one-file-system "$T"
+  else
+    echo "bench: superblocks: mounts under $T remain; not removing it" >&2
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+kmalloc_1k() { awk '$1 == "kmalloc-1k" {print $2}' /proc/slabinfo; }
+
+# kmalloc-1k objects per new empty memory cgroup: 100 made at once, five times; prints the
+# median, the least and the most (others making or removing memory cgroups meanwhile move
+# it: on a busy machine the spread shows it)
+memcg_cost() {
+  local i r a b
+  for r in 1 2 3 4 5; do
+    a=$(kmalloc_1k)
+    for i in $(seq 1 100); do
+      mkdir "$MEMCG_ROOT/$CG-probe-$i"
+      PROBES+=("$MEMCG_ROOT/$CG-probe-$i")
+    done
+    b=$(kmalloc_1k)
+    for i in $(seq 1 100); do rmdir "$MEMCG_ROOT/$CG-probe-$i"; done
+    PROBES=()
+    awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f\n", (b - a) / 100 }'
+  done | sort -n | awk '{ v[NR] = $1 } END { printf "%s %s %s", v[3], v[1], v[5] }'
+}
+
+# The types of the file systems in the mount table $1 (text) that the guest's has not.
+own_superblocks() {
+  local guest
+  guest=$(awk '{print $3}' /proc/self/mountinfo | sort -u | tr '\n' ' ')
+  printf '%s\n' "$1" | awk -v guest="$guest" '
+    BEGIN { n = split(guest, g, " "); for (i = 1; i <= n; i++) seen[g[i]] = 1 }
+    $3 ~ /^[0-9]+:[0-9]+$/ && !($3 in seen) {
+      seen[$3] = 1
+      for (i = 7; i < NF && $i != "-"; i++) {}
+      print $(i + 1)
+    }' | sort | tr '\n' ' '
+}
+
+"$AGTD" serve --socket "$SOCK" --state-dir "$STATE" --cgroup "$CG" --workspace-root "$T" \
+  --max-jails 1100 >>"$T/agtd.log" 2>&1 &
+AGTD_PID=$!
+for _ in $(seq 1 200); do
+  ctl hello >/dev/null 2>&1 && break
+  kill -0 "$AGTD_PID" 2>/dev/null || die "agtd exited at start"
+  sleep 0.05
+done
+ctl hello >/dev/null 2>&1 || die "agtd did not answer hello"
+sed "s|@PROBE@|$PROBE|" "$SRCDIR/tests/guest/test-rootfs.yaml" >"$T/rootfs.yaml"
+ctl rootfs build "$T/rootfs.yaml" --no-download >"$T/rootfs.out" 2>&1 ||
+  die "the rootfs did not build: $(cat "$T/rootfs.out")"
+ROOTFS=$(cut -d' ' -f1 "$T/rootfs.out")
+ROOT=$STATE/rootfs/$ROOTFS/root
+WS=$T/ws
+mkdir "$WS"
+chown "$BENCH_UID:$BENCH_UID" "$WS"
+
+before=$(memcg_cost)
+
+# One jail that shows its mount table, then N idle ones.
+ctl jail run --name show --rootfs "$ROOTFS" --workspace "$WS" --disk "$DISK" -- \
+  /bin/cat /proc/self/mountinfo >/dev/null
+ctl jail wait show >/dev/null
+agtd_own=$(own_superblocks "$(ctl jail logs show)")
+ctl jail rm show >/dev/null
+bwrap_own=-
+if BWRAP=$(command -v bwrap); then
+  bwrap_own=$(own_superblocks "$(setpriv --reuid "$BENCH_UID" --regid "$BENCH_UID" --clear-groups \
+    "$BWRAP" --unshare-all --die-with-parent --new-session --ro-bind "$ROOT" / --proc /proc \
+    --dev /dev --tmpfs /tmp --bind "$WS" /work --chdir /work cat /proc/self/mountinfo)")
+fi
+
+t0=$(date +%s%N)
+for i in $(seq 1 "$N"); do
+  ctl jail run --name "i$i" --rootfs "$ROOTFS" --workspace "$WS" --disk "$DISK" -- \
+    /bin/probe sleep 600 >/dev/null || die "jail i$i did not start"
+done
+t1=$(date +%s%N)
+with=$(memcg_cost)
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+
+echo "superblocks: $(date -u '+%Y-%m-%d %H:%M UTC'), kernel $(uname -r), $N idle jails of $AGTD"
+echo "load average at start: $LOAD_START, with the jails: $LOAD_END; other agtd processes: $(($(pgrep -xc agtd) - 1))"
+echo "file systems one jail mounts of its own:         agtd: $agtd_own($(wc -w <<<"$agtd_own"))"
+echo "                                                bwrap: $bwrap_own($(wc -w <<<"$bwrap_own"))"
+echo "  (each new ipc namespace has an mqueue superblock too, in no mount table)"
+read -r b0 b1 b2 <<<"$before"
+read -r w0 w1 w2 <<<"$with"
+echo "kmalloc-1k objects per new empty memory cgroup, median (least-most) of 5 x 100:"
+echo "  before the jails $b0 ($b1-$b2), with $N jails $w0 ($w1-$w2)"
+awk -v b="$b0" -v w="$w0" 'BEGIN {
+  printf "  shrinker ids high-water (x64): about %d before, %d with the jails\n", b * 64, w * 64 }'
+echo "started the $N jails in $(((t1 - t0) / 1000000)) ms"
