@@ -249,7 +249,7 @@ step "agt verify --jails 2" agt verify --jails 2 --timeout 60m
 disk_limit() {
   local out
   out="$(agt jail run --rm --no-tty --name e2e-disk --disk 64M --workspace "$E2E/work/project" -- /bin/sh -c \
-    'dd if=/dev/zero of=/var/tmp/fill bs=1M count=128; echo "dd exit $?"' 2>&1)" || true
+    'dd if=/dev/zero of=/home/agent/fill bs=1M count=128; echo "dd exit $?"' 2>&1)" || true
   printf '%s\n' "$out" | tail -n 5 >&2
   grep -q 'Disk quota exceeded' <<<"$out"
 }
