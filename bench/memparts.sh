@@ -31,24 +31,18 @@ command -v mkfs.btrfs >/dev/null || die "mkfs.btrfs is missing (btrfs-progs)"
 
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 OTHERS=$( (pgrep -x agtd || true) | wc -l)
-T=$(mktemp -d /tmp/agt-memparts.XXXXXX)
-MNT=$T/btrfs
+MNT=
 LOOP=
-cleanup() {
-  local rc=$?
-  if mountpoint -q "$MNT"; then
+unmount_btrfs() {
+  if [ -n "$MNT" ] && mountpoint -q "$MNT"; then
     umount "$MNT" || echo "bench: memparts: could not unmount $MNT" >&2
   fi
   [ -z "$LOOP" ] || losetup -d "$LOOP" 2>/dev/null || true
-  if ! grep -q " $T/" /proc/self/mountinfo; then
-    rm -rf --one-file-system "$T"
-  else
-    echo "bench: memparts: mounts under $T remain; not removing it" >&2
-  fi
-  exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=bench/lib.sh
+. "$SRCDIR/bench/lib.sh"
+bench_scratch "bench: memparts" agt-memparts agt-memparts unmount_btrfs
+MNT=$T/btrfs
 
 truncate -s 2G "$T/img"
 mkfs.btrfs -q "$T/img" >/dev/null

@@ -27,46 +27,14 @@ BENCH_UID=${BENCH_UID:-1000}
   echo "bench/netopen.sh: this machine is not set up for network mode open: as root, just machine" >&2
   exit 1
 }
-T=$(mktemp -d /tmp/agt-netopen-bench.XXXXXX)
-chmod 755 "$T"
-CG=agt-netopen-bench-$$
-AGTD_PID=
-ctl() { "$AGTD" ctl -s "$T/agtd.sock" "$@"; }
-cleanup() {
-  if [ -n "$AGTD_PID" ]; then
-    ctl jail ls 2>/dev/null | awk 'NR > 1 {print $1}' | while read -r j; do
-      ctl jail rm "$j" --force >/dev/null || echo "bench: could not remove jail $j" >&2
-    done
-    kill -TERM "$AGTD_PID" 2>/dev/null || true
-    wait "$AGTD_PID" 2>/dev/null || true
-  fi
-  for d in /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG"; do
-    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
-  done
-  grep -q " $T/" /proc/self/mountinfo || rm -rf --one-file-system "$T"
-}
-trap cleanup EXIT
-
-mkdir -p "$T/ws"
-chown "$BENCH_UID:$BENCH_UID" "$T/ws"
-"$AGTD" serve --socket "$T/agtd.sock" --state-dir "$T/state" --cgroup "$CG" \
-  --workspace-root "$T" --warm 0 --max-jails 1000 >>"$T/agtd.log" 2>&1 &
-AGTD_PID=$!
-for _ in $(seq 1 200); do
-  ctl hello >/dev/null 2>&1 && break
-  sleep 0.05
-done
-sed "s|@PROBE@|$PROBE|" "$SRCDIR/tests/guest/test-rootfs.yaml" >"$T/rootfs.yaml"
-cat >>"$T/rootfs.yaml" <<EOM
-  - path: /bin/stamp
-    libs: false
-    sources:
-      - host: "$BUILD/bench/stamp"
-EOM
-ctl rootfs build "$T/rootfs.yaml" --no-download >"$T/rootfs.out"
-ID=$(cut -d' ' -f1 "$T/rootfs.out")
-COMMON=(--only agtd --socket "$T/agtd.sock" --rootfs "$ID" --root "$T/state/rootfs/$ID/root"
-  --workspace "$T/ws" --uid "$BENCH_UID" --agtd-pid "$AGTD_PID" --disk $((64 << 20)))
+# shellcheck source=bench/lib.sh
+. "$SRCDIR/bench/lib.sh"
+bench_scratch bench agt-netopen-bench agt-netopen-bench
+bench_workspace
+bench_agtd_start --warm 0 --max-jails 1000
+bench_rootfs "$BUILD/bench/stamp:/bin/stamp"
+COMMON=(--only agtd --socket "$SOCK" --rootfs "$ROOTFS" --root "$ROOT"
+  --workspace "$WS" --uid "$BENCH_UID" --agtd-pid "$AGTD_PID" --disk $((64 << 20)))
 
 echo "load average $(cut -d' ' -f1-3 /proc/loadavg); other agtds: $(($(pgrep -x agtd | wc -l) - 1))"
 for mode in allow open; do

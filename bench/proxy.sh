@@ -26,47 +26,20 @@ for f in "$AGTD" "$NETBENCH" "$PROBE"; do [ -x "$f" ] || die "$f is missing: bui
 [ -d /sys/class/net/agt0 ] ||
   die "the machine is not set up for network mode open (the direct runs): as root, just machine"
 
-T=$(mktemp -d /tmp/agt-proxy-bench.XXXXXX)
-chmod 755 "$T"
-SOCK=$T/agtd.sock
-CG=agt-pbench-$$
-AGTD_PID=
 SRV_PID=
 SRV_NS=agt-pbench-$$
 SRV=203.0.113.18
-cleanup() {
-  [ -n "$SRV_PID" ] && kill "$SRV_PID" 2>/dev/null
-  ip link del "agtpb$$" 2>/dev/null
-  ip netns del "$SRV_NS" 2>/dev/null
-  if [ -n "$AGTD_PID" ]; then
-    # jails outlive agtd (their keepers): remove them first
-    ctl jail ls 2>/dev/null | awk 'NR > 1 {print $1}' | while read -r j; do
-      ctl jail rm "$j" --force >/dev/null
-    done
-    kill -TERM "$AGTD_PID" 2>/dev/null
-    wait "$AGTD_PID" 2>/dev/null || true
-  fi
-  for d in /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG"; do
-    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
-  done
-  grep -q " $T/" /proc/self/mountinfo || rm -rf --one-file-system "$T"
+remove_server() {
+  [ -z "$SRV_PID" ] || kill "$SRV_PID" 2>/dev/null || true
+  ip link del "agtpb$$" 2>/dev/null || true
+  ip netns del "$SRV_NS" 2>/dev/null || true
 }
-trap cleanup EXIT
-ctl() { "$AGTD" ctl -s "$SOCK" "$@"; }
+# shellcheck source=bench/lib.sh
+. "$SRCDIR/bench/lib.sh"
+bench_scratch bench agt-proxy-bench agt-pbench remove_server
 
-"$AGTD" serve --socket "$SOCK" --state-dir "$T/state" --cgroup "$CG" --workspace-root "$T" \
-  >"$T/agtd.log" 2>&1 &
-AGTD_PID=$!
-for _ in $(seq 1 200); do ctl hello >/dev/null 2>&1 && break; sleep 0.05; done
-ctl hello >/dev/null || die "agtd did not start (log: $T/agtd.log)"
-sed "s|@PROBE@|$PROBE|" "$SRCDIR/tests/guest/test-rootfs.yaml" >"$T/m.yaml"
-cat >>"$T/m.yaml" <<EOM
-  - path: /bin/netbench
-    libs: false
-    sources:
-      - host: "$NETBENCH"
-EOM
-ROOT=$(ctl rootfs build "$T/m.yaml" --no-download | cut -d' ' -f1)
+bench_agtd_start
+bench_rootfs "$NETBENCH:/bin/netbench"
 
 ip netns add "$SRV_NS"
 ip link add "agtpb$$" type veth peer name eth0 netns "$SRV_NS"
@@ -84,7 +57,7 @@ PORT=$(sed -n "s/^serving on $SRV:\([0-9]*\)\$/\1/p" "$T/server.out")
 bench_in_jail() { # NAME ARGS... -> the client's output
   local name=$1
   shift
-  ctl jail run --name "$name" --rootfs "$ROOT" "$@" >/dev/null
+  ctl jail run --name "$name" --rootfs "$ROOTFS" "$@" >/dev/null
   ctl jail wait "$name" >/dev/null
   ctl jail logs "$name"
   ctl jail rm "$name" >/dev/null

@@ -60,76 +60,21 @@ BWRAP=$(command -v bwrap) || die "bubblewrap is not installed (apt-get install b
 
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 OTHERS=$( (pgrep -x agtd || true; pgrep -x bwrap || true) | wc -l) # someone else's jails add noise
-T=$(mktemp -d /tmp/agt-bench.XXXXXX)
-chmod 755 "$T"
-SOCK=$T/agtd.sock
-STATE=$T/state
-CG=agt-bench-$$
-AGTD_PID=
+# shellcheck source=bench/lib.sh
+. "$SRCDIR/bench/lib.sh"
+bench_scratch bench agt-bench agt-bench
 RES=$T/results
 
-cleanup() {
-  local rc=$? d
-  if [ -n "$AGTD_PID" ]; then
-    # jails outlive agtd (their keepers): remove what is left first
-    ctl jail ls 2>/dev/null | awk 'NR > 1 {print $1}' | while read -r j; do
-      ctl jail rm "$j" --force >/dev/null || echo "bench: could not remove jail $j" >&2
-    done
-    kill -TERM "$AGTD_PID" 2>/dev/null || true
-    wait "$AGTD_PID" 2>/dev/null || true
-  fi
-  for d in /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG"; do
-    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
-  done
-  if [ "$rc" -ne 0 ] && [ -f "$T/agtd.log" ]; then
-    echo "bench: agtd log (last 20 lines):" >&2
-    tail -20 "$T/agtd.log" | sed 's/^/  /' >&2
-  fi
-  if [ -n "${BENCH_KEEP:-}" ]; then
-    echo "bench: kept $T" >&2
-  elif ! grep -q " $T/" /proc/self/mountinfo; then
-    rm -rf --one-file-system "$T"
-  else
-    echo "bench: mounts under $T remain; not removing it" >&2
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-ctl() { "$AGTD" ctl -s "$SOCK" "$@"; }
-
 # ---- agtd, as the guest tests run it ----
-"$AGTD" serve --socket "$SOCK" --state-dir "$STATE" --cgroup "$CG" --workspace-root "$T" \
-  --max-jails 1100 >>"$T/agtd.log" 2>&1 &
-AGTD_PID=$!
-for _ in $(seq 1 200); do
-  ctl hello >/dev/null 2>&1 && break
-  kill -0 "$AGTD_PID" 2>/dev/null || die "agtd exited at start"
-  sleep 0.05
-done
-ctl hello >/dev/null 2>&1 || die "agtd did not answer hello"
+bench_agtd_start --max-jails 1100
 
 # ---- the rootfs: the guest tests' manifest plus the payload at /bin/stamp ----
-# (files: is the manifest's last section, so an appended entry joins its list)
-sed "s|@PROBE@|$PROBE|" "$SRCDIR/tests/guest/test-rootfs.yaml" >"$T/rootfs.yaml"
-cat >>"$T/rootfs.yaml" <<EOF
-  - path: /bin/stamp
-    libs: false
-    sources:
-      - host: "$STAMP"
-EOF
-ctl rootfs build "$T/rootfs.yaml" --no-download >"$T/rootfs.out" 2>&1 ||
-  die "the rootfs did not build: $(cat "$T/rootfs.out")"
-ROOTFS=$(cut -d' ' -f1 "$T/rootfs.out")
-ROOT=$STATE/rootfs/$ROOTFS/root
+bench_rootfs "$STAMP:/bin/stamp"
 [ -x "$ROOT/bin/stamp" ] && [ -x "$ROOT/bin/probe" ] ||
   die "the rootfs at $ROOT lacks /bin/stamp or /bin/probe"
 
 # The workspace: owned by the bench user, so agtd's jails run as it too.
-WS=$T/ws
-mkdir "$WS"
-chown "$BENCH_UID:$BENCH_UID" "$WS"
+bench_workspace
 
 # bwrap gets agtd's own seccomp filter (the driver links guest/child/jail_seccomp.c).
 "$DRIVER" seccomp "$T/seccomp.bpf" >"$RES"
@@ -160,9 +105,7 @@ AGTD_RSS_END=$(awk '/^VmRSS:/ {print $2}' "/proc/$AGTD_PID/status")
 # Nothing may be left behind: no jail, no payload, no mount, once agtd has stopped (its
 # prepared jails and its disk of the jails' writable layers go with it).
 LEFT_JAILS=$( (ctl --json jail ls | grep -c '"name"') || true)
-kill -TERM "$AGTD_PID" 2>/dev/null || true
-wait "$AGTD_PID" 2>/dev/null || true
-AGTD_PID=
+bench_agtd_kill
 # (ours only: processes in this agtd's cgroups, and bwraps given this run's directory)
 LEFT_PROCS=$(( $( (grep -l "/$CG/" /proc/[0-9]*/cgroup 2>/dev/null || true) | wc -l) +
   $( (pgrep -f "bwrap .*$T/" || true) | wc -l) ))

@@ -47,61 +47,15 @@ done
 
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 OTHERS=$( (pgrep -x agtd || true) | wc -l)
-T=$(mktemp -d /tmp/agt-scale.XXXXXX)
-chmod 755 "$T"
-SOCK=$T/agtd.sock
-STATE=$T/state
-CG=agt-scale-$$
-AGTD_PID=
+# shellcheck source=bench/lib.sh
+. "$SRCDIR/bench/lib.sh"
+bench_scratch "bench: scale" agt-scale agt-scale
 RES=$T/results
 : >"$RES"
 
-ctl() { "$AGTD" ctl -s "$SOCK" "$@"; }
-
-cleanup() {
-  local rc=$? d
-  if [ -n "$AGTD_PID" ]; then
-    # jails outlive agtd (their keepers): this agtd's jails are removed first
-    ctl jail ls 2>/dev/null | awk 'NR > 1 {print $1}' | while read -r j; do
-      ctl jail rm "$j" --force >/dev/null || echo "bench: scale: could not remove jail $j" >&2
-    done
-    kill -TERM "$AGTD_PID" 2>/dev/null || true
-    wait "$AGTD_PID" 2>/dev/null || true
-  fi
-  for d in /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG"; do
-    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
-  done
-  if [ "$rc" -ne 0 ] && [ -f "$T/agtd.log" ]; then
-    echo "bench: scale: agtd log (last 20 lines):" >&2
-    tail -20 "$T/agtd.log" | sed 's/^/  /' >&2
-  fi
-  if ! grep -q " $T/" /proc/self/mountinfo; then
-    rm -rf --one-file-system "$T"
-  else
-    echo "bench: scale: mounts under $T remain; not removing it" >&2
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-"$AGTD" serve --socket "$SOCK" --state-dir "$STATE" --cgroup "$CG" --workspace-root "$T" \
-  --max-jails $((JAILS + BURST + 16)) >>"$T/agtd.log" 2>&1 &
-AGTD_PID=$!
-for _ in $(seq 1 200); do
-  ctl hello >/dev/null 2>&1 && break
-  kill -0 "$AGTD_PID" 2>/dev/null || die "agtd exited at start"
-  sleep 0.05
-done
-ctl hello >/dev/null 2>&1 || die "agtd did not answer hello"
-
-sed "s|@PROBE@|$PROBE|" "$SRCDIR/tests/guest/test-rootfs.yaml" >"$T/rootfs.yaml"
-ctl rootfs build "$T/rootfs.yaml" --no-download >"$T/rootfs.out" 2>&1 ||
-  die "the rootfs did not build: $(cat "$T/rootfs.out")"
-ROOTFS=$(cut -d' ' -f1 "$T/rootfs.out")
-WS=$T/ws
-mkdir "$WS"
-chown "$BENCH_UID:$BENCH_UID" "$WS"
+bench_agtd_start --max-jails $((JAILS + BURST + 16))
+bench_rootfs
+bench_workspace
 COMMON=(--socket "$SOCK" --rootfs "$ROOTFS" --workspace "$WS" --disk "$DISK" --agtd-pid "$AGTD_PID")
 
 # agt as a user runs it: its own config, target local, this agtd's socket
@@ -200,9 +154,7 @@ BURST_RC=0
 BURST_ERR=$(cat "$T/burst.err")
 LEFT_JAILS=$( (ctl --json jail ls | grep -c '"name"') || true)
 
-kill -TERM "$AGTD_PID" 2>/dev/null || true
-wait "$AGTD_PID" 2>/dev/null || true
-AGTD_PID=
+bench_agtd_kill
 LEFT_PROCS=$( (grep -l "/$CG/" /proc/[0-9]*/cgroup 2>/dev/null || true) | wc -l)
 LEFT_MOUNTS=$(grep -c " $T/" /proc/self/mountinfo || true)
 

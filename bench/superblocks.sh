@@ -42,38 +42,15 @@ else
 fi
 
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
-T=$(mktemp -d /tmp/agt-superblocks.XXXXXX)
-chmod 755 "$T"
-SOCK=$T/agtd.sock
-STATE=$T/state
-CG=agt-superblocks-$$
-AGTD_PID=
 PROBES=()
-
-ctl() { "$AGTD" ctl -s "$SOCK" "$@"; }
-
-cleanup() {
-  local rc=$? d
+# the probe cgroups memcg_cost makes, if it stops half-way
+remove_probes() {
+  local d
   for d in "${PROBES[@]}"; do [ -d "$d" ] && rmdir "$d"; done
-  if [ -n "$AGTD_PID" ]; then
-    ctl jail ls 2>/dev/null | awk 'NR > 1 {print $1}' | while read -r j; do
-      ctl jail rm "$j" --force >/dev/null || echo "bench: superblocks: could not remove jail $j" >&2
-    done
-    kill -TERM "$AGTD_PID" 2>/dev/null || true
-    wait "$AGTD_PID" 2>/dev/null || true
-  fi
-  for d in /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG"; do
-    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
-  done
-  if ! grep -q " $T/" /proc/self/mountinfo; then
-    rm -rf --one-file-system "$T"
-  else
-    echo "bench: superblocks: mounts under $T remain; not removing it" >&2
-  fi
-  exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=bench/lib.sh
+. "$SRCDIR/bench/lib.sh"
+bench_scratch "bench: superblocks" agt-superblocks agt-superblocks remove_probes
 
 kmalloc_1k() { awk '$1 == "kmalloc-1k" {print $2}' /proc/slabinfo; }
 
@@ -108,23 +85,9 @@ own_superblocks() {
     }' | sort | tr '\n' ' '
 }
 
-"$AGTD" serve --socket "$SOCK" --state-dir "$STATE" --cgroup "$CG" --workspace-root "$T" \
-  --max-jails 1100 >>"$T/agtd.log" 2>&1 &
-AGTD_PID=$!
-for _ in $(seq 1 200); do
-  ctl hello >/dev/null 2>&1 && break
-  kill -0 "$AGTD_PID" 2>/dev/null || die "agtd exited at start"
-  sleep 0.05
-done
-ctl hello >/dev/null 2>&1 || die "agtd did not answer hello"
-sed "s|@PROBE@|$PROBE|" "$SRCDIR/tests/guest/test-rootfs.yaml" >"$T/rootfs.yaml"
-ctl rootfs build "$T/rootfs.yaml" --no-download >"$T/rootfs.out" 2>&1 ||
-  die "the rootfs did not build: $(cat "$T/rootfs.out")"
-ROOTFS=$(cut -d' ' -f1 "$T/rootfs.out")
-ROOT=$STATE/rootfs/$ROOTFS/root
-WS=$T/ws
-mkdir "$WS"
-chown "$BENCH_UID:$BENCH_UID" "$WS"
+bench_agtd_start --max-jails 1100
+bench_rootfs
+bench_workspace
 
 before=$(memcg_cost)
 
