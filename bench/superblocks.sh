@@ -72,18 +72,8 @@ memcg_cost() {
   done | sort -n | awk '{ v[NR] = $1 } END { printf "%s %s %s", v[3], v[1], v[5] }'
 }
 
-# The types of the file systems in the mount table $1 (text) that the guest's has not.
-own_superblocks() {
-  local guest
-  guest=$(awk '{print $3}' /proc/self/mountinfo | sort -u | tr '\n' ' ')
-  printf '%s\n' "$1" | awk -v guest="$guest" '
-    BEGIN { n = split(guest, g, " "); for (i = 1; i <= n; i++) seen[g[i]] = 1 }
-    $3 ~ /^[0-9]+:[0-9]+$/ && !($3 in seen) {
-      seen[$3] = 1
-      for (i = 7; i < NF && $i != "-"; i++) {}
-      print $(i + 1)
-    }' | sort | tr '\n' ' '
-}
+# own_superblocks MOUNTINFO-TEXT: the file systems a jail mounted of its own
+. "$SRCDIR/tests/guest/mountinfo.sh"
 
 bench_agtd_start --max-jails 1100
 bench_rootfs

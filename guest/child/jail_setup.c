@@ -426,7 +426,7 @@ static void bind_at(int rootfd, const char *src, const char *target, int writabl
   struct mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
                                         (writable ? 0 : MOUNT_ATTR_RDONLY)};
   struct stat st;
-  int sfd, mfd, tfd;
+  int sfd, mfd;
 
   sfd = open_nofollow(src, O_PATH);
   if (sfd < 0)
@@ -441,14 +441,7 @@ static void bind_at(int rootfd, const char *src, const char *target, int writabl
   close(sfd);
   if (syscall(SYS_mount_setattr, mfd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
     fail("set the mount flags of ", src, errno);
-  tfd = open_in(rootfd, target, O_PATH);
-  if (tfd < 0)
-    fail("open mount point ", target, errno);
-  if (syscall(SYS_move_mount, mfd, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) <
-      0)
-    fail("mount at ", target, errno);
-  close(tfd);
-  close(mfd);
+  place_in(rootfd, target, mfd);
 }
 
 /* An ephemeral home's clean copy: each file of the plan written into its directory hfd of
