@@ -1,8 +1,8 @@
 # bench/lib.sh: the plumbing the benches share (sourced by bench/*.sh, never run): a scratch
 # directory, a private agtd in it as the guest tests start one, the small test rootfs, and a
-# cleanup on exit that removes all of it, also on failure.  The caller sets BUILD, AGTD (the agtd
-# binary), SRCDIR, and BENCH_UID where it makes a workspace; the functions set T, SOCK, STATE,
-# CG, AGTD_PID, ROOTFS, ROOT and WS.
+# cleanup on exit that removes all of it, also on failure.  The caller sets SRCDIR before it
+# sources this (which sets BUILD, AGTD and PROBE), and BENCH_UID where it makes a workspace;
+# the functions set T, SOCK, STATE, CG, AGTD_PID, ROOTFS, ROOT and WS.
 #
 #   bench_scratch TAG DIR CGROUP [HOOK]  T=/tmp/DIR.XXXXXX, agtd's cgroup CGROUP-$$; messages
 #                                        start "TAG: "; HOOK (a function) runs first on exit
@@ -14,6 +14,13 @@
 #   bench_workspace                      WS=T/ws, owned by BENCH_UID
 #
 # BENCH_KEEP (set) keeps the scratch directory.
+
+# Sourced right after the caller sets SRCDIR: the build (BUILD, made absolute), and agtd and
+# the test probe in it.
+BUILD=${BUILD:-$SRCDIR/build}
+case $BUILD in /*) ;; *) BUILD=$SRCDIR/$BUILD ;; esac
+AGTD=$BUILD/guest/agtd
+PROBE=$BUILD/tests/guest/probe
 
 bench_lib_die() {
   echo "$BENCH_TAG: $*" >&2

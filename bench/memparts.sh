@@ -16,8 +16,8 @@
 set -euo pipefail
 
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-$SRCDIR/build}
-case $BUILD in /*) ;; *) BUILD=$SRCDIR/$BUILD ;; esac
+# shellcheck source=bench/lib.sh
+. "$SRCDIR/bench/lib.sh"
 DRIVER=$BUILD/bench/memparts
 N=${MEMPARTS_N:-200}
 
@@ -39,8 +39,6 @@ unmount_btrfs() {
   fi
   [ -z "$LOOP" ] || losetup -d "$LOOP" 2>/dev/null || true
 }
-# shellcheck source=bench/lib.sh
-. "$SRCDIR/bench/lib.sh"
 bench_scratch "bench: memparts" agt-memparts agt-memparts unmount_btrfs
 MNT=$T/btrfs
 

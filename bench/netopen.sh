@@ -15,11 +15,10 @@
 set -euo pipefail
 
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-$SRCDIR/build}
+# shellcheck source=bench/lib.sh
+. "$SRCDIR/bench/lib.sh"
 N=${1:-50}
 RUNS=${RUNS:-100}
-AGTD=$BUILD/guest/agtd
-PROBE=$BUILD/tests/guest/probe
 DRIVER=$BUILD/bench/agt-bench
 BENCH_UID=${BENCH_UID:-1000}
 
@@ -27,8 +26,6 @@ BENCH_UID=${BENCH_UID:-1000}
   echo "bench/netopen.sh: this machine is not set up for network mode open: as root, just machine" >&2
   exit 1
 }
-# shellcheck source=bench/lib.sh
-. "$SRCDIR/bench/lib.sh"
 bench_scratch bench agt-netopen-bench agt-netopen-bench
 bench_workspace
 bench_agtd_start --warm 0 --max-jails 1000

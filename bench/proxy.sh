@@ -9,11 +9,9 @@
 set -euo pipefail
 
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-$SRCDIR/build}
-case $BUILD in /*) ;; *) BUILD=$SRCDIR/$BUILD ;; esac
-AGTD=$BUILD/guest/agtd
+# shellcheck source=bench/lib.sh
+. "$SRCDIR/bench/lib.sh"
 NETBENCH=$BUILD/bench/netbench
-PROBE=$BUILD/tests/guest/probe
 ROUNDS=${BENCH_PROXY_ROUNDS:-300}
 BYTES=${BENCH_PROXY_BYTES:-268435456}
 
@@ -34,8 +32,6 @@ remove_server() {
   ip link del "agtpb$$" 2>/dev/null || true
   ip netns del "$SRV_NS" 2>/dev/null || true
 }
-# shellcheck source=bench/lib.sh
-. "$SRCDIR/bench/lib.sh"
 bench_scratch bench agt-proxy-bench agt-pbench remove_server
 
 bench_agtd_start

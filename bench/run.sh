@@ -25,10 +25,8 @@
 set -euo pipefail
 
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-$SRCDIR/build}
-case $BUILD in /*) ;; *) BUILD=$SRCDIR/$BUILD ;; esac
-AGTD=$BUILD/guest/agtd
-PROBE=$BUILD/tests/guest/probe
+# shellcheck source=bench/lib.sh
+. "$SRCDIR/bench/lib.sh"
 STAMP=$BUILD/bench/stamp
 DRIVER=$BUILD/bench/agt-bench
 RUNS=${BENCH_RUNS:-200}
@@ -60,8 +58,6 @@ BWRAP=$(command -v bwrap) || die "bubblewrap is not installed (apt-get install b
 
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 OTHERS=$( (pgrep -x agtd || true; pgrep -x bwrap || true) | wc -l) # someone else's jails add noise
-# shellcheck source=bench/lib.sh
-. "$SRCDIR/bench/lib.sh"
 bench_scratch bench agt-bench agt-bench
 RES=$T/results
 

@@ -18,11 +18,9 @@
 set -euo pipefail
 
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-$SRCDIR/build}
-case $BUILD in /*) ;; *) BUILD=$SRCDIR/$BUILD ;; esac
+# shellcheck source=bench/lib.sh
+. "$SRCDIR/bench/lib.sh"
 AGT=$BUILD/host/agt
-AGTD=$BUILD/guest/agtd
-PROBE=$BUILD/tests/guest/probe
 DRIVER=$BUILD/bench/agt-bench
 JAILS=${SCALE_JAILS:-1000}
 LS_RUNS=${SCALE_LS_RUNS:-50}
@@ -47,8 +45,6 @@ done
 
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 OTHERS=$( (pgrep -x agtd || true) | wc -l)
-# shellcheck source=bench/lib.sh
-. "$SRCDIR/bench/lib.sh"
 bench_scratch "bench: scale" agt-scale agt-scale
 RES=$T/results
 : >"$RES"

@@ -16,10 +16,8 @@
 set -euo pipefail
 
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-$SRCDIR/build}
-case $BUILD in /*) ;; *) BUILD=$SRCDIR/$BUILD ;; esac
-AGTD=$BUILD/guest/agtd
-PROBE=$BUILD/tests/guest/probe
+# shellcheck source=bench/lib.sh
+. "$SRCDIR/bench/lib.sh"
 N=${SUPERBLOCKS_N:-1000}
 BENCH_UID=${BENCH_UID:-1000}
 DISK=${BENCH_DISK:-16777216}
@@ -48,8 +46,6 @@ remove_probes() {
   local d
   for d in "${PROBES[@]}"; do [ -d "$d" ] && rmdir "$d"; done
 }
-# shellcheck source=bench/lib.sh
-. "$SRCDIR/bench/lib.sh"
 bench_scratch "bench: superblocks" agt-superblocks agt-superblocks remove_probes
 
 kmalloc_1k() { awk '$1 == "kmalloc-1k" {print $2}' /proc/slabinfo; }
