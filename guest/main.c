@@ -1,7 +1,9 @@
 /* agtd: the guest daemon.  `agtd serve` runs it; `agtd ctl` is its small client. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
 #include "agt_version.h"
 #include "cli.h"
@@ -157,11 +159,24 @@ static int serve_opt(void *ctx, int key, const char *arg, agt_error_t *err)
   }
 }
 
+static void pool_start_work(uv_work_t *w)
+{
+  (void)w;
+}
+
+static void pool_start_done(uv_work_t *w, int status)
+{
+  (void)w;
+  (void)status;
+}
+
 static int serve_main(int argc, char **argv)
 {
+  static uv_work_t pool_start;
   struct serve_args a;
   agt_error_t err = NULL;
   char *ws_default;
+  bool own_pool_size;
   agtd_t d;
   int i;
 
@@ -197,9 +212,15 @@ static int serve_main(int argc, char **argv)
 
   /* libuv's threadpool (4 threads unless told) serves rootfs builds (up to 4 at once, for
    * minutes), cgroup v1 migrations of starts and listings' cgroup reads (jail_usage.h): with
-   * more threads than builds, the builds cannot hold up the others.  Read once, at its
-   * first use, which is after this. */
-  setenv("UV_THREADPOOL_SIZE", "8", 0);
+   * more threads than builds, the builds cannot hold up the others.  libuv reads it once,
+   * when the pool starts: start it now, with a piece of work that does nothing, and take
+   * the variable out again so that the programs agtd runs (npm, btrfs) do not inherit it. */
+  own_pool_size = getenv("UV_THREADPOOL_SIZE") == NULL;
+  if (own_pool_size)
+    setenv("UV_THREADPOOL_SIZE", "8", 1);
+  uv_queue_work(uv_default_loop(), &pool_start, pool_start_work, pool_start_done);
+  if (own_pool_size)
+    unsetenv("UV_THREADPOOL_SIZE");
   if (agtd_init(&d, uv_default_loop(), &a.cfg, &err) < 0) {
     fprintf(stderr, "agtd: %s\n", err->msg);
     agt_error_release(&err);
