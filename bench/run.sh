@@ -38,6 +38,7 @@ SETTLE_MS=${BENCH_SETTLE_MS:-1000}
 SOLO_RUNS=${BENCH_SOLO_RUNS:-100}
 ONLY=${BENCH_ONLY:-latency memory proxy ssh scale memparts}
 TARGET_RATIO=0.33 # agtd's start p50 at most a third of bwrap's
+MEM_TARGET_RATIO=1.0 # an idle jail's MemAvailable drop at most bwrap's (issue 17.1)
 
 die() {
   echo "bench: $*" >&2
@@ -114,8 +115,8 @@ check_line() { # tool field
     tr -s ' \t' ' '
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
-verdict() { # ratio
-  awk -v r="$1" -v t="$TARGET_RATIO" 'BEGIN { print (r != "-" && r <= t) ? "target met" : "target missed" }'
+verdict() { # ratio [target]
+  awk -v r="$1" -v t="${2:-$TARGET_RATIO}" 'BEGIN { print (r != "-" && r <= t) ? "target met" : "target missed" }'
 }
 row() { printf '%-54s %13s %11s %10s  %s\n' "$@"; }
 
@@ -186,12 +187,12 @@ for n in $COUNTS; do
   a=$(val "mem.agtd.$n.kib_per_jail")
   b=$(val "mem.bwrap.$n.kib_per_jail")
   u=$(($(val "mem.agtd.$n.unsettled") + $(val "mem.bwrap.$n.unsettled")))
-  note="(no target)"
-  [ "$u" = 0 ] || note="(no target; $u readings never settled: noisy)"
+  note="$(verdict "$(ratio "$a" "$b")" "$MEM_TARGET_RATIO") (<= $MEM_TARGET_RATIO)"
+  [ "$u" = 0 ] || note="$note; $u readings never settled: noisy"
   # A drop below the jail processes' own PSS cannot be right: something else freed memory.
   if awk -v a="$a" -v b="$b" -v pa="$(val "mem.agtd.$n.pss_kib_per_jail")" \
     -v pb="$(val "mem.bwrap.$n.pss_kib_per_jail")" 'BEGIN { exit !(a < pa || b < pb) }'; then
-    note="(no target; below the processes' PSS: noisy, rerun on a quiet machine)"
+    note="not credible: below the processes' PSS (noisy, rerun on a quiet machine)"
   fi
   row "N=$n: MemAvailable drop per jail" "$a" "$b" "$(ratio "$a" "$b")" "$note"
   a=$(val "mem.agtd.$n.pinned_kib_per_jail")
