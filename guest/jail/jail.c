@@ -23,6 +23,7 @@
 #include "proto.h"
 #include "rootfs/rootfs.h"
 #include "rootfs_cache.h"
+#include "secrets.h"
 #include "server.h"
 #include "xalloc.h"
 
@@ -743,6 +744,7 @@ static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_p
     goto fail_dir;
   }
   j->rec.state = AGT_JAIL_CREATED;
+  agt_secrets_keep(&j->rec); /* refused: logged, and kept in memory only */
   jail_link(d, j);
   *out = j;
   return 0;
@@ -892,6 +894,10 @@ static json_t *jail_json(agt_jail_t *j, int full, int live)
       json_array_append_new(env, json_stringn(*e, strcspn(*e, "=")));
     json_object_set_new(o, "argv", argv);
     json_object_set_new(o, "env", env);
+    if (j->rec.secrets)
+      json_object_set_new(o, "secrets", strv_json(j->rec.secrets));
+    if (j->rec.secrets_lost)
+      json_object_set_new(o, "secrets_lost", strv_json(j->rec.secrets_lost));
     json_object_set_new(o, "limits", limits_to_json(&j->rec.limits));
     json_object_set_new(o, "network", agt_net_policy_to_json(&j->rec.net));
     json_object_set_new(o, "uid", json_integer(j->rec.uid));
@@ -1059,10 +1065,12 @@ int agt_jail_save(agt_jail_t *j, agt_error_t *err)
   for (char **a = j->rec.argv; a && *a; a++)
     json_array_append_new(argv, json_string(*a));
   for (char **e = j->rec.env; e && *e; e++)
-    if (!is_secret(j, *e)) /* secrets stay in memory: a restarted agtd runs it without them */
+    if (!is_secret(j, *e)) /* their names only; the values: memory and keyring (secrets.h) */
       json_array_append_new(env, json_string(*e));
   json_object_set_new(o, "argv", argv);
   json_object_set_new(o, "env", env);
+  if (j->rec.secrets)
+    json_object_set_new(o, "secrets", strv_json(j->rec.secrets));
   if (j->rec.layer_paths)
     json_object_set_new(o, "layer_paths", strv_json(j->rec.layer_paths));
   json_object_set_new(o, "limits", limits_to_json(&j->rec.limits));
@@ -1130,6 +1138,27 @@ static int load_one(struct agtd_s *d, const char *name, agt_jail_find_fn find_ag
   j->rec.runs = (unsigned)json_integer_value(json_object_get(o, "runs"));
   j->rec.exit_code = (int)json_integer_value(json_object_get(o, "exit_code"));
   j->rec.exit_signal = (int)json_integer_value(json_object_get(o, "exit_signal"));
+  /* its secrets' values, by the record's directory and creation time (secrets.h) */
+  if (json_array_size(json_object_get(o, "secrets")) > 0) {
+    j->rec.secrets = strv_from_json(json_object_get(o, "secrets"), "secrets", 64, err);
+    if (j->rec.secrets == NULL) {
+      json_decref(o);
+      agt_jail_free(j);
+      return agt_error_wrap(err, "%s", path);
+    }
+    j->rec.secrets_lost = agt_secrets_restore(&j->rec);
+    if (j->rec.secrets_lost) {
+      cleanup_free char *names = xstrdup(j->rec.secrets_lost[0]);
+      for (char **l = j->rec.secrets_lost + 1; *l; l++) {
+        char *more = xasprintf("%s, %s", names, *l);
+        free(names);
+        names = more;
+      }
+      agt_log_warning("jail '%s': the values of its secrets %s are gone (the machine restarted "
+                      "since it was made): it starts without them",
+                      name, names);
+    }
+  }
   /* Where the log stands, from its files: the record was written at the last start or end
    * of a run, and output may have come since. */
   agt_outlog_stat(j->rec.log_path, j->rec.log_old_path, &j->out.log.pos);
@@ -1193,6 +1222,7 @@ int agt_jail_remove(agt_jail_t *j, agt_error_t *err)
     return agt_error_wrap(err, "remove jail '%s'", j->rec.name);
   if (j->rec.workspace_owned && agt_rm_rf(j->rec.workspace, err) < 0)
     return agt_error_wrap(err, "remove the workspace of jail '%s'", j->rec.name);
+  agt_secrets_forget(&j->rec);
   for (p = &j->d->jails; *p; p = &(*p)->next)
     if (*p == j) {
       *p = j->next;
@@ -1236,6 +1266,7 @@ void agt_jail_free_now(agt_jail_t *j)
   agt_strv_free(j->rec.layer_ids);
   agt_strv_free(j->rec.layer_paths);
   agt_strv_free(j->rec.secrets);
+  agt_strv_free(j->rec.secrets_lost);
   free(j->rec.workspace);
   agt_strv_free(j->rec.argv);
   agt_strv_free(j->rec.env);

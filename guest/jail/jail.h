@@ -62,7 +62,8 @@ struct agt_jail_record {
   char *rootfs_path;   /* the lowest layer (the base rootfs) */
   char **layer_ids;    /* layers stacked over it, top first (agent, runtime); NULL: none */
   char **layer_paths;  /* their trees, in the same order */
-  char **secrets;      /* names of env entries kept in memory only, never in jail.json */
+  char **secrets;      /* names of env entries whose values are never in jail.json (secrets.h) */
+  char **secrets_lost; /* not in jail.json: those whose values were gone at agtd's start */
   char *workspace;     /* bound read-write at /work */
   int workspace_owned; /* agtd created it under <state>/workspaces and removes it with the jail */
   char **argv;

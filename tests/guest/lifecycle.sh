@@ -118,6 +118,65 @@ is "the run's first line is at the offset where it began" \
   "$((want - run_bytes)) l i n e 0 \\n"
 ctl jail rm lg --force >/dev/null
 
+# Secrets (jail.run's `secrets`) are never on disk, and a jail started again after agtd was
+# killed still has them: their values wait in root's keyring (guest/jail/secrets.h).  After
+# a reboot (here: the key invalidated by hand) the jail starts without them, and says so.
+SV=secret-$$-$RANDOM$RANDOM
+SHOWSK='echo "k=$SK_KEY p=$PLAIN"'
+sk_start() { # NAME [SCRIPT]
+  rpc jail.run "{\"name\": \"$1\", \"rootfs\": \"$R\", \"argv\": [\"/bin/sh\", \"-c\", $(jq_str "${2:-$SHOWSK}")],
+    \"env\": {\"SK_KEY\": \"$SV\", \"PLAIN\": \"x\"}, \"secrets\": [\"SK_KEY\"]}" >/dev/null
+}
+sk_run() { # NAME
+  sk_start "$1"
+  ctl jail wait "$1" >/dev/null
+}
+jq_str() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1"; }
+# the key of jail NAME in /proc/keys: its id in hex, or nothing
+sk_key() { awk -v d="agt-jail-secrets:$STATE/jails/$1:" 'index($0, d) && $2 !~ /[iRD]/ { print $1 }' /proc/keys; }
+sk_run sk
+is "a secret reaches the jail" "$(ctl jail logs sk)" "k=$SV p=x"
+is "its value is not in jail.json" "$(grep -c "$SV" "$STATE/jails/sk/jail.json")" 0
+like "whose secrets are named" "$(tr -d ' \n' <"$STATE/jails/sk/jail.json")" '"secrets":\["SK_KEY"\]'
+check "it is kept in root's keyring" test -n "$(sk_key sk)"
+sk_start sk3 'sleep 100'
+kill -KILL "$AGTD_PID"
+wait "$AGTD_PID" 2>/dev/null
+AGTD_PID=
+agtd_start
+ctl jail start sk >/dev/null
+ctl jail wait sk >/dev/null
+is "after agtd was killed, a jail started again still has its secret" "$(ctl jail logs sk | tail -1)" "k=$SV p=x"
+r=$(rpc jail.inspect '{"name": "sk"}')
+like "jail.inspect names its secrets" "$r" '"secrets": \["SK_KEY"\]'
+is "and none lost" "$(grep -c secrets_lost <<<"$r")" 0
+out=$(ctl jail exec sk3 -- /bin/sh -c "$SHOWSK" 2>&1)
+is "jail exec into a jail that ran on meanwhile has it too" "$out" "k=$SV p=x"
+ctl jail rm sk >/dev/null
+ctl jail rm sk3 --force >/dev/null
+is "jail rm drops the key" "$(sk_key sk)$(sk_key sk3)" ""
+
+sk_run sk2
+id=$(sk_key sk2)
+kill -KILL "$AGTD_PID"
+wait "$AGTD_PID" 2>/dev/null
+AGTD_PID=
+# what a reboot does to the keyring: the key is gone (KEYCTL_INVALIDATE, 21)
+python3 -c '
+import ctypes, os, sys
+nr = {"x86_64": 250, "aarch64": 219}[os.uname().machine]
+libc = ctypes.CDLL(None, use_errno=True)
+sys.exit(0 if libc.syscall(nr, 21, int(sys.argv[1], 16), 0, 0, 0) == 0 else 1)' "$id" ||
+  not_ok "could not invalidate the key $id"
+agtd_start
+r=$(rpc jail.inspect '{"name": "sk2"}')
+like "a jail whose secret's value is gone says which in jail.inspect" "$r" '"secrets_lost": \["SK_KEY"\]'
+like "and agtd's log says so" "$(cat "$T/agtd.log")" "jail 'sk2': the values of its secrets SK_KEY are gone"
+ctl jail start sk2 >/dev/null
+ctl jail wait sk2 >/dev/null
+is "it starts without it" "$(ctl jail logs sk2 | tail -1)" "k= p=x"
+ctl jail rm sk2 >/dev/null
+
 # bounded logs: 8 KiB budget, 200 KB written: the end is kept, the rest rotated away
 ctl jail run --name g --rootfs "$R" --log 8K -- probe spam 20000 >/dev/null
 ctl jail wait g >/dev/null
