@@ -155,7 +155,8 @@ nsenter -t "$INIT" -m -- "$DRIVER" unix --runs "$REQUESTS" >"$T/rpc.unix" ||
 
 # ---- tear down, and check that nothing is left ----
 cmd_of cm
-ssh -O exit "${CMD[@]:0:$((${#CMD[@]} - 2))}" "$VMUSER@127.0.0.1" >/dev/null 2>&1 ||
+# its options: CMD without "ssh" before them and the host and command after them
+ssh -O exit "${CMD[@]:1:$((${#CMD[@]} - 3))}" "$VMUSER@127.0.0.1" >/dev/null 2>&1 ||
   echo "bench: the ControlMaster did not exit" >&2
 "$AGT" delete --force >/dev/null 2>&1 || echo "bench: agt delete --force failed" >&2
 LEFT_PROCS=0
