@@ -1423,14 +1423,51 @@ static const struct agt_opt start_opts[] = {
 
 static const struct agt_cmd_help start_help = {
     "agt jail start [--attach] [--detach-keys KEYS] [--json] NAME",
-    "Start a jail that was created, or has exited; answers once its agent runs.", start_opts};
+    "Start a jail that was created, or has exited; answers once its agent runs.  When a "
+    "restart of the VM took the value of its agent's key, agt gives it its own value again "
+    "(from its environment, as 'agt jail run' did).",
+    start_opts};
+
+/* jail.start's params: the name and, for the secrets whose values agtd lost (the VM
+ * restarted since the jail was made: its secrets_lost), agt's own values of them, as
+ * agt jail run took the agent's key.  A value agt's environment lacks is said, and the jail
+ * starts without it. */
+static int secrets_again(struct agt_ctx *c, const char *name, json_t **params, agt_error_t *err)
+{
+  json_t *res, *lost, *v, *values = json_object();
+  size_t i;
+
+  if (call(c, "jail.inspect", json_pack("{s:s}", "name", name), &res, err) < 0) {
+    json_decref(values);
+    return -1;
+  }
+  lost = json_object_get(res, "secrets_lost");
+  json_array_foreach(lost, i, v)
+  {
+    const char *k = json_string_value(v), *val = k ? getenv(k) : NULL;
+    if (val)
+      json_object_set_new(values, k, json_string(val));
+    else if (k)
+      fprintf(stderr,
+              "agt: jail %s: the VM restarted since it was made and took the value of %s, "
+              "which agt's environment does not have: it starts without it\n",
+              name, k);
+  }
+  json_decref(res);
+  *params = json_pack("{s:s}", "name", name);
+  if (json_object_size(values) > 0)
+    json_object_set_new(*params, "secrets", values);
+  else
+    json_decref(values);
+  return 0;
+}
 
 static int jail_start(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   struct start_opts o = {0, 0, NULL};
   struct agt_detach_keys keys;
   const char *name = NULL;
-  json_t *res;
+  json_t *res, *params;
   uint64_t from = 0;
   int i;
 
@@ -1448,7 +1485,9 @@ static int jail_start(struct agt_ctx *c, int argc, char **argv, agt_error_t *err
     from = (uint64_t)json_integer_value(json_object_get(res, "end"));
     json_decref(res);
   }
-  if (call(c, "jail.start", json_pack("{s:s}", "name", name), &res, err) < 0)
+  if (secrets_again(c, name, &params, err) < 0)
+    return -1;
+  if (call(c, "jail.start", params, &res, err) < 0)
     return -1;
   if (o.attach) {
     int term = isatty(0) && json_is_true(json_object_get(res, "tty"));

@@ -1054,6 +1054,64 @@ json_t *agt_jail_row(agt_jail_t *j, const int *cols, size_t n)
   return row;
 }
 
+int agt_jail_secrets_again(agt_jail_t *j, json_t *values, agt_error_t *err)
+{
+  const char *k;
+  json_t *v;
+
+  if (values == NULL)
+    return 0;
+  if (!json_is_object(values))
+    return agt_error_kind(err, AGT_E_INVALID, "secrets must be an object of strings");
+  if (j->rec.state != AGT_JAIL_CREATED && j->rec.state != AGT_JAIL_EXITED)
+    return agt_error_kind(err, AGT_E_STATE, "jail '%s' is %s: its secrets are set when it starts",
+                          j->rec.name, agt_jail_state_name(j->rec.state));
+  json_object_foreach(values, k, v)
+  {
+    int known = 0;
+    for (char **s = j->rec.secrets; s && *s; s++)
+      known |= strcmp(*s, k) == 0;
+    if (!known)
+      return agt_error_kind(err, AGT_E_INVALID, "secrets: '%.64s' is not one of jail '%s''s secrets",
+                            k, j->rec.name);
+    if (!json_is_string(v))
+      return agt_error_kind(err, AGT_E_INVALID, "secrets: '%.64s' must be a string", k);
+  }
+  json_object_foreach(values, k, v)
+  {
+    size_t n = strlen(k), nenv = 0;
+    char *entry = xasprintf("%s=%s", k, json_string_value(v));
+    char **e;
+    for (e = j->rec.env; e && *e; e++, nenv++)
+      if (strncmp(*e, k, n) == 0 && (*e)[n] == '=')
+        break;
+    if (e && *e) {
+      free(*e);
+      *e = entry;
+    } else {
+      j->rec.env = xrealloc(j->rec.env, (nenv + 2) * sizeof *j->rec.env);
+      j->rec.env[nenv] = entry;
+      j->rec.env[nenv + 1] = NULL;
+    }
+    /* no longer lost */
+    for (char **l = j->rec.secrets_lost; l && *l; l++)
+      if (strcmp(*l, k) == 0) {
+        size_t after = 0;
+        while (l[after + 1])
+          after++;
+        free(*l);
+        memmove(l, l + 1, (after + 1) * sizeof *l); /* the NULL too */
+        break;
+      }
+  }
+  if (j->rec.secrets_lost && j->rec.secrets_lost[0] == NULL) {
+    free(j->rec.secrets_lost);
+    j->rec.secrets_lost = NULL;
+  }
+  agt_secrets_keep(&j->rec); /* refused: logged, and kept in memory only */
+  return 0;
+}
+
 int agt_jail_save(agt_jail_t *j, agt_error_t *err)
 {
   json_t *o = jail_json(j, 0, LIVE_NONE);

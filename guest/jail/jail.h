@@ -206,6 +206,10 @@ int agt_jail_create_for_run(struct agtd_s *d, json_t *params,
                             const struct agt_jail_prepared *prepared, agt_jail_t **out,
                             agt_error_t *err);
 int agt_jail_save(agt_jail_t *j, agt_error_t *err);
+/* jail.start's `secrets` {NAME: VALUE}: values again for some of the jail's secrets (those a
+ * reboot took: secrets_lost), set in its environment and kept (secrets.h).  Only names among
+ * the jail's secrets, and only while it is not running: 0, or -1 with err. */
+int agt_jail_secrets_again(agt_jail_t *j, json_t *values, agt_error_t *err);
 /* May j start: do the running jails' disk limits, what the jails' disk holds and j's limit
  * fit on it (disk.h)?  A clear error when not. */
 int agt_jail_disk_promise(struct agtd_s *d, const agt_jail_t *j, agt_error_t *err);

@@ -86,7 +86,8 @@ int agt_req_jail_start(agt_req_t *req, json_t **result, agt_error_t *err)
   agt_jail_t *j;
 
   (void)result;
-  if (find(req, &j, err) < 0)
+  if (find(req, &j, err) < 0 ||
+      agt_jail_secrets_again(j, json_object_get(req->params, "secrets"), err) < 0)
     return -1;
   return start_and_wait(req, j, t0, err);
 }

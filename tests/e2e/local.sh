@@ -165,6 +165,53 @@ like "agt clone on local says what is an image here" "$ERR" "the jails' root fil
 run agt shell
 like "agt shell on local says where a jail's shell is" "$ERR" "'agt jail exec NAME -- sh'"
 
+# --- an agent's key is never on disk in agtd's state; it outlives agtd's restarts (the
+# kernel's keyring), and when the VM's restart took it, agt jail start gives agt's value again
+if [ -r /proc/keys ]; then
+  mkdir -p "$T/agents"
+  cat >"$T/agents/keyed.yaml" <<'PROFILE'
+name: keyed
+description: a shell that shows its key
+runtime: none
+command: [/bin/sh, -c, 'echo "key=$AGT_E2E_KEY"']
+env:
+  key: AGT_E2E_KEY
+PROFILE
+  KV=key-$$-$RANDOM$RANDOM
+  AGT_E2E_KEY=$KV run agt jail run --name keyed keyed
+  is "an agent's key from agt's environment reaches it" "$OUT" "key=$KV"
+  is "and is not in agtd's state on disk" "$(grep -rlF "$KV" "$T/state" | grep -vc '/console.log')" 0
+  agt down >/dev/null
+  agt up >/dev/null
+  run env -u AGT_E2E_KEY "$AGT" jail start -a keyed
+  is "after agtd restarted, the jail started again still has it" "$OUT" "key=$KV"
+  # what a reboot of the VM does to the keyring: the key is gone
+  agt down >/dev/null
+  id=$(awk -v d="agt-jail-secrets:$T/state/jails/keyed:" 'index($0, d) && $2 !~ /[iRD]/ { print $1 }' /proc/keys)
+  python3 -c '
+import ctypes, os, sys
+nr = {"x86_64": 250, "aarch64": 219}[os.uname().machine]
+libc = ctypes.CDLL(None, use_errno=True)
+sys.exit(0 if libc.syscall(nr, 21, int(sys.argv[1], 16), 0, 0, 0) == 0 else 1)' "$id" ||
+    not_ok "could not invalidate the key '$id'"
+  agt up >/dev/null
+  like "agt jail inspect names the key whose value is gone" "$(agt jail inspect keyed | tr -d ' \n')" \
+    '"secrets_lost":\["AGT_E2E_KEY"\]'
+  run env -u AGT_E2E_KEY "$AGT" jail start -a keyed
+  is "without it in agt's environment the jail starts without it" "$OUT" "key="
+  like "and agt says so" "$ERR" "^agt: jail keyed: the VM restarted since it was made and took the value of AGT_E2E_KEY, which agt's environment does not have: it starts without it$"
+  AGT_E2E_KEY=$KV-again run agt jail start -a keyed
+  is "with it, agt jail start gives it agt's value" "$OUT" "key=$KV-again"
+  is "and it is no longer lost" "$(agt jail inspect keyed | grep -c secrets_lost)" 0
+  agt down >/dev/null
+  agt up >/dev/null
+  run env -u AGT_E2E_KEY "$AGT" jail start -a keyed
+  is "which agtd keeps again across its restarts" "$OUT" "key=$KV-again"
+  agt jail rm keyed >/dev/null
+else
+  ok "an agent's key across agtd's restarts # SKIP this kernel has no keyring (/proc/keys)"
+fi
+
 # --- agt down stops agtd; agt delete removes its state
 agt jail run -d --name bg -- sleep 300 >/dev/null
 PID=$(agtd_pid)

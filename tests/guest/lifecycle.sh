@@ -177,6 +177,13 @@ like "and agtd's log says so" "$(cat "$T/agtd.log")" "jail 'sk2': the values of 
 ctl jail start sk2 >/dev/null
 ctl jail wait sk2 >/dev/null
 is "it starts without it" "$(ctl jail logs sk2 | tail -1)" "k= p=x"
+r=$(rpc jail.start '{"name": "sk2", "secrets": {"PLAIN": "y"}}' 2>&1)
+like "jail.start's secrets: a name that is not one of the jail's secrets is refused" "$r" \
+  "secrets: 'PLAIN' is not one of jail 'sk2''s secrets"
+rpc jail.start '{"name": "sk2", "secrets": {"SK_KEY": "again"}}' >/dev/null
+ctl jail wait sk2 >/dev/null
+is "jail.start's secrets give the jail the value again" "$(ctl jail logs sk2 | tail -1)" "k=again p=x"
+is "and it is no longer lost" "$(rpc jail.inspect '{"name": "sk2"}' | grep -c secrets_lost)" 0
 ctl jail rm sk2 >/dev/null
 else
   ok "secrets across agtd's restarts # SKIP this kernel has no keyring (/proc/keys)"
