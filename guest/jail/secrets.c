@@ -17,9 +17,14 @@
 #define SECRETS_MAX 32767
 
 /* Permission bits of keyctl(KEYCTL_SETPERM) (the kernel's ABI; its uapi headers leave them
- * to libkeyutils): all of them for a possessor, and for the key's user view, read, write,
- * search and setattr.  Nothing for its group or for others. */
-#define KEY_PERM_ROOT_ONLY (0x3f000000u | 0x002f0000u)
+ * to libkeyutils): all of them for the key's user (root: agtd), none for its group, for
+ * others, or for a possessor.  Not a possessor's: whoever can reach root's user keyring from
+ * its own keyrings possesses the key, whatever its uid, and a possessor's rights add to its
+ * user's or others'.  A session keyring that links root's user keyring (pam_keyinit's at a
+ * root login) is inherited by what is started from it, agtd and its jails included, and by
+ * a process that drops root's uid: with a possessor's read, any of them could read every
+ * jail's secrets. */
+#define KEY_PERM_ROOT_ONLY 0x003f0000u
 
 /* glibc has no wrappers for these (libkeyutils has; three calls do not need it). */
 static long key_add(const char *desc, const void *data, size_t len, long keyring)
@@ -87,15 +92,16 @@ int agt_secrets_keep(const struct agt_jail_record *rec)
       len += n;
     }
   /* Made in agtd's process keyring, where agtd possesses it and may set who else can use
-   * it, then moved to root's user keyring, which outlives agtd.  (Under systemd a service's
+   * it, then moved to root's user keyring, which outlives agtd (by its user's rights: the
+   * possessor has none once they are set).  (Under systemd a service's
    * session keyring is its own, not linked to the user keyring: a key added there directly
    * would not be agtd's to change or, after a restart, to read.) */
   desc = description(rec);
   id = key_add(desc, buf, len, KEY_SPEC_PROCESS_KEYRING);
   explicit_bzero(buf, len);
   if (id < 0 ||
-      /* root's, in full; nobody else's.  The user bits are what agtd reads it by after a
-       * restart, when it no longer possesses the key. */
+      /* root's, in full; nobody else's, not even a possessor's.  The user bits are what
+       * agtd links, reads and drops it by. */
       key_ctl(KEYCTL_SETPERM, (unsigned long)id,
               KEY_PERM_ROOT_ONLY, 0) < 0 ||
       key_ctl(KEYCTL_LINK, (unsigned long)id, (unsigned long)KEY_SPEC_USER_KEYRING, 0) < 0) {

@@ -141,6 +141,29 @@ is "a secret reaches the jail" "$(ctl jail logs sk)" "k=$SV p=x"
 is "its value is not in jail.json" "$(grep -c "$SV" "$STATE/jails/sk/jail.json")" 0
 like "whose secrets are named" "$(tr -d ' \n' <"$STATE/jails/sk/jail.json")" '"secrets":\["SK_KEY"\]'
 check "it is kept in root's keyring" test -n "$(sk_key sk)"
+# keyctl(2) by number: x86_64's and aarch64's
+KEYCTL_PY='
+import ctypes, os, sys
+nr = {"x86_64": 250, "aarch64": 219}[os.uname().machine]
+libc = ctypes.CDLL(None, use_errno=True)
+def keyctl(*a):
+    a = [ctypes.c_long(x) for x in a] + [ctypes.c_long(0)] * (5 - len(a))
+    r = libc.syscall(nr, *a)
+    return r if r >= 0 else -ctypes.get_errno()
+'
+# A process that possesses the key (its session keyring links root's user keyring, as
+# pam_keyinit's does at a root login, and jails and anything started from there inherit it)
+# but is not root may not read it: the key gives a possessor no rights.
+out=$(python3 -c "$KEYCTL_PY"'
+import errno
+keyctl(1, 0)                        # KEYCTL_JOIN_SESSION_KEYRING: a new one
+if keyctl(8, -4, -3) < 0:           # KEYCTL_LINK: root'"'"'s user keyring into it
+    sys.exit("cannot link the user keyring")
+os.setgroups([]); os.setgid(65534); os.setuid(65534)
+buf = ctypes.create_string_buffer(4096)
+r = keyctl(11, int(sys.argv[1], 16), ctypes.addressof(buf), 4096)  # KEYCTL_READ
+print("read %d bytes" % r if r >= 0 else "refused: " + errno.errorcode[-r])' "$(sk_key sk)" 2>&1)
+is "a process that possesses the key but is not root cannot read it" "$out" "refused: EACCES"
 sk_start sk3 'sleep 100'
 kill -KILL "$AGTD_PID"
 wait "$AGTD_PID" 2>/dev/null
@@ -164,11 +187,8 @@ kill -KILL "$AGTD_PID"
 wait "$AGTD_PID" 2>/dev/null
 AGTD_PID=
 # what a reboot does to the keyring: the key is gone (KEYCTL_INVALIDATE, 21)
-python3 -c '
-import ctypes, os, sys
-nr = {"x86_64": 250, "aarch64": 219}[os.uname().machine]
-libc = ctypes.CDLL(None, use_errno=True)
-sys.exit(0 if libc.syscall(nr, 21, int(sys.argv[1], 16), 0, 0, 0) == 0 else 1)' "$id" ||
+python3 -c "$KEYCTL_PY"'
+sys.exit(0 if keyctl(21, int(sys.argv[1], 16)) == 0 else 1)' "$id" ||
   not_ok "could not invalidate the key $id"
 agtd_start
 r=$(rpc jail.inspect '{"name": "sk2"}')
