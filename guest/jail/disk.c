@@ -441,9 +441,9 @@ int agt_disk_promise(struct agt_disk *dk, uint64_t running, uint64_t limit, cons
   return agt_error_kind(
       err, AGT_E_LIMIT,
       "jail '%s' asks for %llu MiB of disk (%s), and of the jails' %llu MiB disk %llu MiB are "
-      "promised to running jails' limits and %llu MiB written: give it a smaller --disk, or "
-      "stop or remove jails",
-      name, (unsigned long long)(want >> 20), limit ? "--disk" : "--disk 0: all of it",
+      "promised to running jails' limits and %llu MiB written: give it a smaller disk limit "
+      "(--disk), or stop or remove jails",
+      name, (unsigned long long)(want >> 20), limit ? "its disk limit" : "no disk limit: all of it",
       (unsigned long long)(dk->capacity >> 20), (unsigned long long)(running >> 20),
       (unsigned long long)(used >> 20));
 }

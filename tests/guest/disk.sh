@@ -87,7 +87,7 @@ done
 # two thirds of it now.
 out=$(ctl jail run --name over --rootfs "$R" --disk "${half}M" -- /bin/true 2>&1)
 like "a jail whose limit would overfill the disk is refused" "$out" \
-  "jail 'over' asks for $half MiB of disk \(--disk\), and of the jails' $CAP_MIB MiB disk 0 MiB are promised to running jails' limits and [0-9]+ MiB written"
+  "jail 'over' asks for $half MiB of disk \(its disk limit\), and of the jails' $CAP_MIB MiB disk 0 MiB are promised to running jails' limits and [0-9]+ MiB written"
 out=$(ctl jail run --name over0 --rootfs "$R" --disk 0 -- /bin/true 2>&1)
 like "and one without a limit (all of the disk)" "$out" "jail 'over0' asks for $CAP_MIB MiB"
 check "neither left a record" test -z "$(ctl jail ls | grep '^over')"
@@ -98,7 +98,7 @@ ctl jail run --name big --rootfs "$R" --disk "${big}M" -- probe sleep 60 >/dev/n
 out=$(ctl jail create --name small --rootfs "$R" --disk 200M -- /bin/true 2>&1 &&
   ctl jail start small 2>&1)
 like "a running jail's limit counts in full, whatever it wrote so far ($room MiB free for limits)" "$out" \
-  "jail 'small' asks for 200 MiB of disk \(--disk\), and of the jails' $CAP_MIB MiB disk $big MiB are promised to running jails' limits"
+  "jail 'small' asks for 200 MiB of disk \(its disk limit\), and of the jails' $CAP_MIB MiB disk $big MiB are promised to running jails' limits"
 ctl jail stop big 100 >/dev/null
 ctl jail rm big >/dev/null
 ctl jail rm small >/dev/null
