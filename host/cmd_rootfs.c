@@ -125,8 +125,10 @@ static int rootfs_ls(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     printf("%-16s %-12s %-10s %s\n", "ID", "NAME", "SIZE", "JAILS");
     json_array_foreach(json_object_get(res, "rootfs"), k, r)
     {
-      printf("%-16.16s %-12s %-10.1f %zu\n", str(r, "id"), str(r, "name"),
-             (double)json_integer_value(json_object_get(r, "bytes")) / 1e6,
+      char size[32];
+      snprintf(size, sizeof size, "%.1f MB",
+               (double)json_integer_value(json_object_get(r, "bytes")) / 1e6);
+      printf("%-16.16s %-12s %-10s %zu\n", str(r, "id"), str(r, "name"), size,
              json_array_size(json_object_get(r, "jails")));
     }
   }

@@ -33,7 +33,7 @@ static const struct agt_cmd commands[] = {
     {"config", cmd_config, 0, "show the merged config and where each value came from"},
     {"jail", cmd_jail, AGT_NEED_TARGET,
      "run, attach, exec, logs, net, port, ls, stop, rm, ...: the agents' jails"},
-    {"rootfs", cmd_rootfs, AGT_NEED_TARGET, "build, ls, rm: the jails' root filesystems"},
+    {"rootfs", cmd_rootfs, AGT_NEED_TARGET, "build, ls, rm, update: the jails' root filesystems"},
     {"agents", cmd_agents, AGT_NEED_TARGET,
      "ls, update, home: the agent profiles, their layers, their homes on the target"},
     {"verify", cmd_verify, AGT_NEED_TARGET,
