@@ -81,8 +81,8 @@ extern const struct agt_opt agt_json_opts[];
  * command with a callback, AGT_OPT_FORMAT_ENTRY makes the callback see --json. */
 #define AGT_OPT_FORMAT 1001
 #define AGT_OPT_FORMAT_HELP                                                                        \
-  "print each item through a Go template: '{{.Name}}\\t{{.State}}', 'table ...' for columns "      \
-  "under a header, or json (a line each)"
+  "print each item through a Go template of the fields --json prints ({{.Name}} is name, "         \
+  "{{.ExitCode}} exit_code), 'table ...' for columns under a header, or json (a line each)"
 #define AGT_OPT_FORMAT_ENTRY AGT_OPT_KEY(AGT_OPT_FORMAT, "format", "TEMPLATE", AGT_OPT_FORMAT_HELP)
 #define AGT_OPT_FORMAT_FIELD(T, f)                                                                 \
   AGT_OPT_CALLBACK(AGT_OPT_FORMAT, "format", "TEMPLATE", T, f, agt_opt_format, 0,                  \
