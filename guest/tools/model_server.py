@@ -374,10 +374,14 @@ class Handler(BaseHTTPRequestHandler):
 
 def main():
     global LOG
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=8080)
-    ap.add_argument("--log")
+    ap = argparse.ArgumentParser(
+        description="A test model server: the Anthropic, OpenAI (Responses and chat "
+        "completions) and Gemini APIs, streaming, with a fixed script (the tool call of "
+        "\"AGT-WRITE FILE WORD\" in the prompt). Prints \"listening on HOST:PORT\" once it "
+        "accepts connections.")
+    ap.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    ap.add_argument("--port", type=int, default=8080, help="port to listen on (8080; 0: any free one)")
+    ap.add_argument("--log", metavar="FILE", help="append what each request asked and got to FILE")
     a = ap.parse_args()
     LOG = a.log
     srv = ThreadingHTTPServer((a.host, a.port), Handler)
