@@ -548,6 +548,26 @@ static int is_secret(const agt_jail_t *j, const char *entry)
   return 0;
 }
 
+/* jail.run's secrets name variables of its env, each once: a name without a value would
+ * be reported lost (secrets_lost) at every agtd start, and one named twice restored twice. */
+static int secrets_check(const agt_jail_t *j, agt_error_t *err)
+{
+  for (size_t i = 0; j->rec.secrets[i]; i++) {
+    const char *s = j->rec.secrets[i];
+    size_t n = strlen(s);
+    char **e = j->rec.env;
+    while (env_name_ok(s) && *e && !(strncmp(*e, s, n) == 0 && (*e)[n] == '='))
+      e++;
+    if (!env_name_ok(s) || *e == NULL)
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "'secrets[%zu]': '%.64s' is not a variable of 'env'", i, s);
+    for (size_t k = 0; k < i; k++)
+      if (strcmp(j->rec.secrets[k], s) == 0)
+        return agt_error_kind(err, AGT_E_INVALID, "'secrets[%zu]': '%.64s' is named twice", i, s);
+  }
+  return 0;
+}
+
 static json_t *strv_json(char **v)
 {
   json_t *a = json_array();
@@ -653,7 +673,7 @@ static int jail_create(struct agtd_s *d, json_t *params, const struct agt_jail_p
     goto fail;
   if (json_object_get(params, "secrets")) {
     j->rec.secrets = strv_from_json(json_object_get(params, "secrets"), "secrets", 64, err);
-    if (j->rec.secrets == NULL)
+    if (j->rec.secrets == NULL || secrets_check(j, err) < 0)
       goto fail;
   }
   if (limits_from_json(json_object_get(params, "limits"), 0, &j->rec.limits, &given, err) < 0)

@@ -118,6 +118,20 @@ is "the run's first line is at the offset where it began" \
   "$((want - run_bytes)) l i n e 0 \\n"
 ctl jail rm lg --force >/dev/null
 
+# secrets name variables of env, each once (a name without a value would be "lost" at
+# every agtd start)
+sk_bad() { # SECRETS-JSON
+  rpc jail.run "{\"name\": \"skbad\", \"rootfs\": \"$R\", \"argv\": [\"true\"],
+    \"env\": {\"SK_KEY\": \"v\", \"A\": \"B=x\"}, \"secrets\": $1}" 2>&1
+}
+like "a secret that is not in env is refused" "$(sk_bad '["SK_KEY", "NOPE"]')" \
+  "'secrets\[1\]': 'NOPE' is not a variable of 'env'"
+like "a secret named twice is refused" "$(sk_bad '["SK_KEY", "SK_KEY"]')" \
+  "'secrets\[1\]': 'SK_KEY' is named twice"
+like "a secret that is no variable's name is refused" "$(sk_bad '["A=B"]')" \
+  "'secrets\[0\]': 'A=B' is not a variable of 'env'"
+is "and no jail was made" "$(ctl jail ls | grep -c skbad)" 0
+
 # Secrets (jail.run's `secrets`) are never on disk, and a jail started again after agtd was
 # killed still has them: their values wait in root's keyring (guest/jail/secrets.h).  After
 # a reboot (here: the key invalidated by hand) the jail starts without them, and says so.
