@@ -102,8 +102,7 @@ int agt_secrets_keep(const struct agt_jail_record *rec)
   if (id < 0 ||
       /* root's, in full; nobody else's, not even a possessor's.  The user bits are what
        * agtd links, reads and drops it by. */
-      key_ctl(KEYCTL_SETPERM, (unsigned long)id,
-              KEY_PERM_ROOT_ONLY, 0) < 0 ||
+      key_ctl(KEYCTL_SETPERM, (unsigned long)id, KEY_PERM_ROOT_ONLY, 0) < 0 ||
       key_ctl(KEYCTL_LINK, (unsigned long)id, (unsigned long)KEY_SPEC_USER_KEYRING, 0) < 0) {
     int e = errno;
     if (id >= 0)
@@ -130,16 +129,16 @@ char **agt_secrets_restore(struct agt_jail_record *rec)
     nsec++;
   id = find_key(rec);
   if (id >= 0) {
-    len = key_ctl(KEYCTL_READ, (unsigned long)id, 0, 0);
-    if (len > 0 && len <= SECRETS_MAX) {
-      buf = xmalloc((size_t)len + 1);
-      len = key_ctl(KEYCTL_READ, (unsigned long)id, (unsigned long)buf, (unsigned long)len);
-      if (len < 0 || len > SECRETS_MAX) {
-        free(buf);
-        buf = NULL;
-      } else {
-        buf[len] = '\0'; /* the payload ends with a NUL of its own: this one guards a bad one */
-      }
+    /* One read into room for the largest payload: KEYCTL_READ answers with the payload's
+     * size, not with what it copied, and a key updated between a read of the size and a
+     * read of the payload would have been bigger than its buffer. */
+    buf = xmalloc(SECRETS_MAX + 1);
+    len = key_ctl(KEYCTL_READ, (unsigned long)id, (unsigned long)buf, SECRETS_MAX);
+    if (len <= 0 || len > SECRETS_MAX) {
+      free(buf);
+      buf = NULL;
+    } else {
+      buf[len] = '\0'; /* the payload ends with a NUL of its own: this one guards a bad one */
     }
   }
   for (char **e = rec->env; e && *e; e++)
