@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -829,6 +830,19 @@ out:
   return r;
 }
 
+/* On target local: a workspace of root's that others may not write.  The jail's user is the
+ * workspace's owner but never root (docs/SECURITY.md), so its agent could only read it. */
+static void say_root_workspace(const char *ws)
+{
+  struct stat st;
+
+  if (ws && stat(ws, &st) == 0 && st.st_uid == 0 && !(st.st_mode & S_IWOTH))
+    fprintf(stderr,
+            "agt: the workspace is root's: the jail's user, never root, can read it but not "
+            "write it ('chown USER %s' and the jail runs as USER)\n",
+            ws);
+}
+
 /* The run's first lines, before anything else of the jail: where the agent works and what
  * it may reach. */
 static void say_policy(struct run_opts *o, const char *agent, json_t *res)
@@ -841,9 +855,11 @@ static void say_policy(struct run_opts *o, const char *agent, json_t *res)
 
   if (c->quiet)
     return;
-  if (o->shown)
+  if (o->shown) {
     fprintf(stderr, "agt: jail %s: workspace %s (at /work)\n", name, o->shown);
-  else
+    if (c->target.kind == AGT_TARGET_LOCAL)
+      say_root_workspace(str(res, "workspace"));
+  } else
     fprintf(stderr, "agt: jail %s: workspace %s (at /work), a new directory agtd made%s\n", name,
             str(res, "workspace"),
             c->target.kind == AGT_TARGET_SSH ? " (the target host cannot see this machine's files)"

@@ -47,6 +47,17 @@ is "both, different: refused" "$RC" 2
 like "saying why" "$ERR" "sets NO_PROXY and no_proxy to different values: set one"
 run agt -q jail run --name w5 -- /bin/sh -c 'echo quiet'
 is "--quiet drops the first lines" "$ERR" ""
+# a workspace of root's: the jail's user is never root, so it may only read it; said at start
+mkdir "$T/projects/roots"
+cd "$T/projects/roots" || bail "cd"
+run agt jail run --name w7 -- /bin/sh -c 'touch /work/x'
+is "in a workspace of root's the agent cannot write" "$RC" 1
+is "the run's second line says so, and the fix" "$(printf '%s\n' "$ERR" | sed -n 2p)" \
+  "agt: the workspace is root's: the jail's user, never root, can read it but not write it ('chown USER $T/projects/roots' and the jail runs as USER)"
+chmod 777 "$T/projects/roots"
+run agt jail run --name w8 -- /bin/sh -c 'touch /work/x'
+is "one others may write: the agent writes it" "$RC" 0
+unlike "and nothing is said" "$ERR" "workspace is root's"
 
 cd "$T/elsewhere" || bail "cd"
 run agt jail run --name w6 -- true
