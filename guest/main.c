@@ -35,7 +35,7 @@ enum {
 
 static const struct agt_opt serve_opts[] = {
     {'s', "socket", "PATH", "unix socket to listen on (/run/agt/agtd.sock)"},
-    {OPT_STATE, "state-dir", "DIR", "jails, rootfs store and workspaces (/var/lib/agt)"},
+    {OPT_STATE, "state-dir", "DIR", "jails, rootfs store and workspaces, absolute (/var/lib/agt)"},
     {OPT_GROUP, "group", "NAME", "group that may use the socket (root only)"},
     {OPT_MAX_CLIENTS, "max-clients", "N", "connections served at once (256)"},
     {OPT_MAX_CLIENTS_PER_UID, "max-clients-per-uid", "N",
@@ -82,7 +82,7 @@ static int serve_opt(void *ctx, int key, const char *arg, agt_error_t *err)
     return 0;
   case OPT_STATE:
     a->cfg.state_dir = arg;
-    return 0;
+    return agt_abspath_check("--state-dir", arg, err);
   case OPT_GROUP:
     a->cfg.group = arg;
     return 0;

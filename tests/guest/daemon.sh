@@ -49,6 +49,14 @@ agtd_start --group agt-test-grp
 is "the socket belongs to the configured group" "$(stat -c %G "$SOCK")" agt-test-grp
 check "agtd has no TCP or UDP socket" test -z "$(ss -tulpn 2>/dev/null | grep "pid=$AGTD_PID,")"
 
+# The state directory is an absolute path: a relative one would name another directory
+# from another working directory, and jails' paths (and their secrets' keys) are made of it.
+out=$(cd "$T" && timeout 10 "$AGTD" serve --socket "$T/rel.sock" --state-dir rel/state --cgroup "$CG-2" 2>&1)
+rc=$?
+like "a relative state directory is refused at start-up" "$out" \
+  "--state-dir 'rel/state' is not an absolute path"
+check "and agtd exits non-zero (rc $rc) without a socket" test "$rc" -ne 0 -a ! -e "$T/rel.sock"
+
 # One agtd per state directory and per socket: a second one refuses to start, with a clear
 # error, and leaves the first one's socket alone.
 out=$(timeout 10 "$AGTD" serve --socket "$T/second.sock" --state-dir "$STATE" --cgroup "$CG-2" 2>&1)
