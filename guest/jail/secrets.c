@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <linux/keyctl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -52,13 +53,38 @@ static int is_secret_entry(char **names, const char *entry)
   return 0;
 }
 
-/* The key of rec, or -1 (errno set). */
+/* The key of rec, or -1 (errno set): agtd's own only.  Root's user keyring gives its
+ * possessor the right to link keys into it (the kernel's 0x1f3f0000), and whoever possesses
+ * it (a process that dropped root's uid in a session of pam_keyinit's, whose session keyring
+ * links it) may link a key of its own there under a jail's description, which displaces
+ * agtd's: its values would be the jail's after agtd's next start.  Such a key is another
+ * uid's, since only root makes keys of root's: it is taken for none. */
 static long find_key(const struct agt_jail_record *rec)
 {
   cleanup_free char *desc = description(rec);
+  cleanup_free char *info = NULL;
+  size_t size = strlen(desc) + 64; /* "user;UID;GID;PERM;" and the description */
+  unsigned long uid;
+  long id, n;
+  int used = 0;
 
-  return key_ctl(KEYCTL_SEARCH, (unsigned long)KEY_SPEC_USER_KEYRING, (unsigned long)"user",
-                 (unsigned long)desc);
+  id = key_ctl(KEYCTL_SEARCH, (unsigned long)KEY_SPEC_USER_KEYRING, (unsigned long)"user",
+               (unsigned long)desc);
+  if (id < 0)
+    return -1;
+  info = xmalloc(size);
+  n = key_ctl(KEYCTL_DESCRIBE, (unsigned long)id, (unsigned long)info, size);
+  if (n <= 0 || (size_t)n > size || info[n - 1] != '\0')
+    return -1;
+  if (sscanf(info, "user;%lu;%*[^;];%*[^;];%n", &uid, &used) < 1 || used == 0 ||
+      uid != (unsigned long)geteuid() || strcmp(info + used, desc) != 0) {
+    agt_log_warning("jail '%s': the key under its secrets' description is not agtd's (%.*s): "
+                    "not taken",
+                    rec->name, used ? used - 1 : 0, info);
+    errno = EPERM;
+    return -1;
+  }
+  return id;
 }
 
 int agt_secrets_keep(const struct agt_jail_record *rec)

@@ -4,8 +4,8 @@
  * again (or a jail exec) after agtd restarted, or was replaced by a newer build, still has
  * them, in the kernel's keyring: one "user" key per jail in root's user keyring, which
  * lives as long as the machine runs and no longer.  No other user can read it, nor a
- * process that possesses it without being root (secrets.c), and jails cannot reach the
- * keyring at all (their seccomp filter refuses keyctl, add_key and
+ * process that possesses it without being root, and a key another user put under its
+ * description is not taken (secrets.c); jails cannot reach the keyring at all (their seccomp filter refuses keyctl, add_key and
  * request_key).  After a reboot the values are gone: the jail starts without them, and
  * jail.inspect says which (`secrets_lost`).
  *

@@ -195,10 +195,35 @@ r = keyctl(11, int(sys.argv[1], 16), ctypes.addressof(buf), 4096)  # KEYCTL_READ
 print("read %d bytes" % r if r >= 0 else "refused: " + errno.errorcode[-r])' "$(sk_key sk)" 2>&1)
 is "a process that possesses the key but is not root cannot read it" "$out" "refused: EACCES"
 sk_start sk3 'sleep 100'
+sk_run sk4
 kill -KILL "$AGTD_PID"
 wait "$AGTD_PID" 2>/dev/null
 AGTD_PID=
+# Such a process may link a key of its own into root's user keyring (the kernel gives its
+# possessor that right), displacing agtd's under the jail's description: agtd does not take it.
+out=$(python3 -c "$KEYCTL_PY"'
+buf = ctypes.create_string_buffer(4096)
+keyctl(6, int(sys.argv[1], 16), ctypes.addressof(buf), 4096)  # KEYCTL_DESCRIBE
+desc = buf.value.split(b";", 4)[4]
+keyctl(1, 0)
+keyctl(8, -4, -3)
+user = keyctl(0, -4)                # KEYCTL_GET_KEYRING_ID: root'"'"'s user keyring
+os.setgroups([]); os.setgid(65534); os.setuid(65534)
+data = b"SK_KEY=planted\0"
+k = libc.syscall(248 if nr == 250 else 217, b"user", desc, data, len(data), ctypes.c_long(-2))
+keyctl(5, k, 0x3f3f3f3f)            # KEYCTL_SETPERM: anyone'"'"'s
+print("linked" if k > 0 and keyctl(8, k, user) == 0 else "not linked")' "$(sk_key sk4)" 2>&1)
+is "a process that is not root links a key of its own under a jail's description" "$out" linked
 agtd_start
+r=$(rpc jail.inspect '{"name": "sk4"}')
+like "agtd does not take a key that is not its own" "$r" '"secrets_lost": \["SK_KEY"\]'
+like "and says so" "$(cat "$T/agtd.log")" "jail 'sk4': the key under its secrets' description is not agtd's \(user;65534;"
+ctl jail start sk4 >/dev/null
+ctl jail wait sk4 >/dev/null
+is "the jail starts without it" "$(ctl jail logs sk4 | tail -1)" "k= p=x"
+ctl jail rm sk4 >/dev/null
+for k in $(sk_key sk4); do python3 -c "$KEYCTL_PY"'
+keyctl(21, int(sys.argv[1], 16))' "$k"; done
 ctl jail start sk >/dev/null
 ctl jail wait sk >/dev/null
 is "after agtd was killed, a jail started again still has its secret" "$(ctl jail logs sk | tail -1)" "k=$SV p=x"
