@@ -36,6 +36,7 @@ struct doctor {
   unsigned n, warned, failed, skipped;
   const char *na; /* why the VM rows do not apply, or NULL */
   json_t *json;   /* --json: the rows, printed at the end */
+  int denied;     /* agtd's socket refused agt (EACCES): agtd runs, agt may not use it */
 };
 
 static void row(struct doctor *d, const char *area, const char *check, enum result r,
@@ -285,6 +286,18 @@ static int check_vm(struct doctor *d, int *exists)
   return running;
 }
 
+/* The last line of s, without its newline; s is cut there. */
+static const char *last_line(char *s)
+{
+  size_t n = strlen(s);
+  char *nl;
+
+  while (n && s[n - 1] == '\n')
+    s[--n] = '\0';
+  nl = strrchr(s, '\n');
+  return nl ? nl + 1 : s;
+}
+
 static const char *agtd_fix(struct doctor *d)
 {
   switch (d->c->target.kind) {
@@ -292,6 +305,8 @@ static const char *agtd_fix(struct doctor *d)
     return "agt up; if it still fails: agt shell -- sudo systemctl restart agtd "
            "(its log: agt shell -- sudo journalctl -u agtd)";
   case AGT_TARGET_LOCAL:
+    if (d->denied)
+      return "run agt as root: agtd's socket is root's";
     return "agt up (as root: it starts agtd; its log is /var/log/agt/agtd.log)";
   case AGT_TARGET_SSH:
     break;
@@ -360,7 +375,7 @@ static void realtime_row(struct doctor *d, json_t *st)
 
 int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
-  struct doctor d = {c, 0, 0, 0, 0, NULL, NULL};
+  struct doctor d = {c, 0, 0, 0, 0, NULL, NULL, 0};
   struct agt_flags f = {0, 0, 0};
   json_t *st = NULL, *ls = NULL;
   agt_error_t e = NULL;
@@ -413,6 +428,7 @@ int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
     row(&d, area, "agtd", D_SKIP, NULL, "not checked: the vm is not running");
     row(&d, area, "versions", D_SKIP, NULL, "not checked: the vm is not running");
   } else if (st == NULL && agt_target_call(&c->target, "daemon.status", NULL, &st, &e) < 0) {
+    d.denied = e->status == EACCES;
     row(&d, area, "agtd", D_FAIL, agtd_fix(&d), "no answer: %s", e->msg);
     row(&d, area, "versions", D_FAIL, agtd_fix(&d), "agtd not reachable");
     agt_error_release(&e);
@@ -459,13 +475,26 @@ int cmd_doctor(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
                          "$(test -d /sys/class/net/agt0 && echo 1 || echo 0) "
                          "$(test -s /run/agt-open/resolv.conf && echo 1 || echo 0)\"\n";
     static const char *const need[] = {"mnt", "pid", "net", "ipc", "uts", "cgroup", NULL};
-    if (agt_guest_sh(c, script, &out, NULL, &code, &e) < 0 || code != 0) {
-      const char *why = e ? e->msg : "the script failed";
-      row(&d, "guest", "namespaces", D_FAIL, "agt up, then agt shell to look", "%s", why);
-      row(&d, "guest", "overlayfs", D_FAIL, "agt up, then agt shell to look", "%s", why);
-      row(&d, "guest", "dynmods", D_FAIL, "agt up, then agt shell to look", "%s", why);
-      row(&d, "guest", "console log", D_FAIL, "agt up, then agt shell to look", "%s", why);
-      row(&d, "guest", "open net", D_FAIL, "agt up, then agt shell to look", "%s", why);
+    cleanup_free char *errout = NULL;
+    if (agt_guest_sh(c, script, &out, &errout, &code, &e) < 0 || code != 0) {
+      /* the script runs as root (sudo -n when agt is not): say what stopped it */
+      cleanup_free char *why = NULL;
+      const char *fix = "agt up, then agt shell to look";
+      if (e)
+        why = xstrdup(e->msg);
+      else if (errout && *errout)
+        why = xasprintf("the checks' script failed (exit %d): %s", code, last_line(errout));
+      else
+        why = xasprintf("the checks' script failed (exit %d)", code);
+      if (c->target.kind == AGT_TARGET_LOCAL)
+        fix = geteuid() != 0 ? "run agt as root: these checks run as root, through sudo -n "
+                               "when agt is not"
+                             : "run the failing command of the detail by hand";
+      row(&d, "guest", "namespaces", D_FAIL, fix, "%s", why);
+      row(&d, "guest", "overlayfs", D_FAIL, fix, "%s", why);
+      row(&d, "guest", "dynmods", D_FAIL, fix, "%s", why);
+      row(&d, "guest", "console log", D_FAIL, fix, "%s", why);
+      row(&d, "guest", "open net", D_FAIL, fix, "%s", why);
       agt_error_release(&e);
     } else {
       cleanup_free char *whole = xstrdup(out); /* out is cut into lines below */

@@ -19,8 +19,10 @@
 extern char **environ;
 
 /* Root for the script in $0: directly, or through sudo when the login user is not root. */
+/* $0 is "sh", the name the shell's own errors begin with (sh: 1: exec: sudo: not found); $1 the
+ * script. */
 static const char root_wrap[] =
-    "if [ \"$(id -u)\" = 0 ]; then exec sh -c \"$0\"; else exec sudo -n sh -c \"$0\"; fi";
+    "if [ \"$(id -u)\" = 0 ]; then exec sh -c \"$1\"; else exec sudo -n sh -c \"$1\"; fi";
 
 char *agt_sh_quote(const char *s)
 {
@@ -55,16 +57,20 @@ static char **guest_argv(struct agt_ctx *c, const char *script, int as_root, cha
     agt_strv_push(&a, "/bin/sh");
     agt_strv_push(&a, "-c");
     agt_strv_push(&a, as_root ? root_wrap : script);
-    if (as_root)
+    if (as_root) {
+      agt_strv_push(&a, "sh");
       agt_strv_push(&a, script);
+    }
     return agt_strv_steal(&a);
   case AGT_TARGET_LIMA: {
     cleanup_strv char **cmd = NULL;
     agt_strv_push(&a, "sh");
     agt_strv_push(&a, "-c");
     agt_strv_push(&a, as_root ? root_wrap : script);
-    if (as_root)
+    if (as_root) {
+      agt_strv_push(&a, "sh");
       agt_strv_push(&a, script);
+    }
     cmd = agt_strv_steal(&a);
     *env = agt_lima_env(&c->lima);
     return agt_lima_argv_shell(&c->lima, c->target.instance, "/", cmd);
@@ -84,7 +90,7 @@ static char **guest_argv(struct agt_ctx *c, const char *script, int as_root, cha
     agt_strv_pushf(&a, "%s@%s", c->target.user, c->target.host);
     agt_strv_push(&a, "--");
     if (as_root)
-      agt_strv_pushf(&a, "sh -c %s %s", q1, q2);
+      agt_strv_pushf(&a, "sh -c %s sh %s", q1, q2);
     else
       agt_strv_pushf(&a, "sh -c %s", q1);
     return agt_strv_steal(&a);

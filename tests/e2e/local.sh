@@ -59,6 +59,20 @@ run agt jail run --name w8 -- /bin/sh -c 'touch /work/x'
 is "one others may write: the agent writes it" "$RC" 0
 unlike "and nothing is said" "$ERR" "workspace is root's"
 
+# --- agt doctor as a user agtd's socket refuses: each fix says to run agt as root
+install -m 755 "$AGT" "$T/agt-copy" # the build tree may be closed to that user
+install -d -o nobody "$T/nobody"     # its cache
+run runuser -u nobody -- env XDG_CACHE_HOME="$T/nobody" "$T/agt-copy" doctor
+is "agt doctor as nobody: checks fail" "$RC" 1
+ROW=$(printf '%s\n' "$OUT" | grep -A1 -E '^local +agtd +FAIL')
+like "agtd's row says the socket refused it" "$ROW" "Permission denied: agt may not use agtd's socket"
+like "and to run agt as root" "$ROW" "^ +fix: run agt as root: agtd's socket is root's$"
+ROW=$(printf '%s\n' "$OUT" | grep -A1 -E '^guest +namespaces +FAIL')
+like "the rows of the checks' script say what stopped it" "$ROW" \
+  "the checks' script failed \(exit [0-9]+\): [^ ]"
+like "and to run agt as root" "$ROW" \
+  "^ +fix: run agt as root: these checks run as root, through sudo -n when agt is not$"
+
 cd "$T/elsewhere" || bail "cd"
 run agt jail run --name w6 -- true
 is "a directory agtd cannot see: refused, a usage error" "$RC" 2
