@@ -1233,7 +1233,8 @@ static int load_one(struct agtd_s *d, const char *name, agt_jail_find_fn find_ag
         names = more;
       }
       agt_log_warning("jail '%s': the values of its secrets %s are gone (the machine restarted "
-                      "since it was made): it starts without them",
+                      "since they were kept, or the keyring refused them then, or their key is "
+                      "not agtd's): it starts without them",
                       name, names);
     }
   }
