@@ -190,3 +190,6 @@ run env AGT_CONFIG="$T/local.yaml" "$AGT" --target local doctor
 like "with no agtd, the agtd row fails and says agt up starts it" "$(row local agtd)" \
   "^local +agtd +FAIL +no answer: .*
  +fix: agt up \(as root: it starts agtd"
+like "the rows that need agtd are not checked, not failed" "$(row local versions)$(row guest rootfs)" \
+  "^local +versions +skip +not checked: agtd does not answer(guest +rootfs +skip +not checked: agtd does not answer)$"
+like "and the sums say so" "$OUT" "^doctor: [0-9]+ ok, 1 failed, "
