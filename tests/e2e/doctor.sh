@@ -72,9 +72,10 @@ jail:
 EOF
 cd "$T/work" || bail "cd $T/work"
 
-row() { # row AREA CHECK: the line of the table, and the fix line under it if any
+row() { # row AREA CHECK: the line of the table, and the fix line under it if any after " | "
+  # (one line: like's grep -E would take a pattern's two lines as two patterns, either enough)
   printf '%s\n' "$OUT" | awk -v a="$1" -v c="$2" '
-    $1 == a && $2 == c { print; getline; if ($1 == "fix:") print; exit }'
+    $1 == a && $2 == c { r = $0; if ((getline) > 0 && $1 == "fix:") r = r " | " $0; print r; exit }'
 }
 VM=agt_agent_sandbox
 
@@ -82,8 +83,7 @@ VM=agt_agent_sandbox
 run env PATH=/usr/bin:/bin "$AGT" --target lima doctor
 is "no limactl: doctor exits 1" "$RC" 1
 like "the limactl row fails, saying how to install Lima" "$(row host limactl)" \
-  "^host +limactl +FAIL +'limactl' is not in PATH \(lima\.limactl; agt is tested with Lima v[0-9.]+\)
- +fix: install Lima 2\.x"
+  "^host +limactl +FAIL +'limactl' is not in PATH \(lima\.limactl; agt is tested with Lima v[0-9.]+\) +\| +fix: install Lima 2\.x"
 like "the error counts the failures" "$ERR" "^agt: doctor: [0-9]+ checks? failed"
 
 export PATH=$FAKES:$PATH
@@ -98,8 +98,7 @@ like "and the version agt is tested with (the justfile's pin)" "$(row host limac
 like "the config parses" "$(row host config)" "^host +config +ok +$AGT_CONFIG parses; target lima:$VM"
 like "free disk is reported" "$(row host disk)" "^host +disk +(ok|warn) +[0-9.]+ [KMGT]iB free on "
 like "the VM row fails: it does not exist; the fix is agt up" "$(row vm state)" \
-  "^vm +state +FAIL +vm '$VM' does not exist
- +fix: agt up$"
+  "^vm +state +FAIL +vm '$VM' does not exist +\| +fix: agt up$"
 like "agtd is not checked while the VM does not run" "$(row vm agtd)" "^vm +agtd +skip +not checked: the vm is not running"
 like "nor the guest" "$(row guest rootfs)" "^guest +rootfs +skip +not checked"
 
@@ -135,8 +134,7 @@ is "agt stop stops it" "$RC" 0
 run "$AGT" doctor
 is "a stopped VM: doctor exits 1" "$RC" 1
 like "the VM row fails; the fix is agt up" "$(row vm state)" \
-  "^vm +state +FAIL +vm '$VM' is Stopped
- +fix: agt up$"
+  "^vm +state +FAIL +vm '$VM' is Stopped +\| +fix: agt up$"
 like "agtd is not checked" "$(row vm agtd)" "^vm +agtd +skip +not checked: the vm is not running"
 like "nor the versions" "$(row vm versions)" "^vm +versions +skip "
 like "nor the guest's namespaces" "$(row guest namespaces)" "^guest +namespaces +skip "
@@ -148,8 +146,7 @@ printf 'vm:\n  cpu: 3\n' >"$T/bad.yaml"
 run env AGT_CONFIG="$T/bad.yaml" "$AGT" doctor
 is "a bad config: doctor exits 1" "$RC" 1
 like "the config row names the file, line and key" "$(row host config)" \
-  "^host +config +FAIL +$T/bad\.yaml:2:3: unknown key 'vm\.cpu'
- +fix: correct the file"
+  "^host +config +FAIL +$T/bad\.yaml:2:3: unknown key 'vm\.cpu' \(see docs/CONFIG\.md\) +\| +fix: correct the file"
 like "and the other rows are still there" "$(row vm state)" "^vm +state +FAIL +vm '$VM' is Stopped"
 
 run "$AGT" delete --force
@@ -174,8 +171,7 @@ like "the guest rows are this machine's" "$(row guest namespaces)" "^guest +name
 like "an agtd on this machine starts at normal priority by default, and that is no warning" \
   "$(row guest realtime)" "^guest +realtime +ok +starts at normal priority \(agtd serve --realtime-starts to change: machine-wide\)$"
 like "the missing rootfs fails, with its fix" "$(row guest rootfs)" \
-  "^guest +rootfs +FAIL +no rootfs named 'test' \(jail\.rootfs\)
- +fix: agt verify \(builds it\), or agt rootfs build $SRCDIR/rootfs/default\.yaml$"
+  "^guest +rootfs +FAIL +no rootfs named 'test' \(jail\.rootfs\) +\| +fix: agt verify \(builds it\), or agt rootfs build $SRCDIR/rootfs/default\.yaml$"
 run env AGT_CONFIG="$T/local.yaml" "$AGT" --target local doctor --json
 is "doctor --json: exit 1 too" "$RC" 1
 is "its rows as JSON: the rootfs row's result and fix" \
@@ -188,8 +184,7 @@ wait "$LOCAL_PID" 2>/dev/null
 LOCAL_PID=
 run env AGT_CONFIG="$T/local.yaml" "$AGT" --target local doctor
 like "with no agtd, the agtd row fails and says agt up starts it" "$(row local agtd)" \
-  "^local +agtd +FAIL +no answer: .*
- +fix: agt up \(as root: it starts agtd"
+  "^local +agtd +FAIL +no answer: .* +\| +fix: agt up \(as root: it starts agtd"
 like "the rows that need agtd are not checked, not failed" "$(row local versions)$(row guest rootfs)" \
   "^local +versions +skip +not checked: agtd does not answer(guest +rootfs +skip +not checked: agtd does not answer)$"
 like "and the sums say so" "$OUT" "^doctor: [0-9]+ ok, 1 failed, "
