@@ -1092,8 +1092,8 @@ int agt_jail_secrets_again(agt_jail_t *j, json_t *values, agt_error_t *err)
     for (char **s = j->rec.secrets; s && *s; s++)
       known |= strcmp(*s, k) == 0;
     if (!known)
-      return agt_error_kind(err, AGT_E_INVALID, "secrets: '%.64s' is not one of jail '%s''s secrets",
-                            k, j->rec.name);
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "secrets: '%.64s' is not one of jail '%s''s secrets", k, j->rec.name);
     if (!json_is_string(v))
       return agt_error_kind(err, AGT_E_INVALID, "secrets: '%.64s' must be a string", k);
   }

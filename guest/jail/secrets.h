@@ -5,9 +5,9 @@
  * them, in the kernel's keyring: one "user" key per jail in root's user keyring, which
  * lives as long as the machine runs and no longer.  No other user can read it, nor a
  * process that possesses it without being root, and a key another user put under its
- * description is not taken (secrets.c); jails cannot reach the keyring at all (their seccomp filter refuses keyctl, add_key and
- * request_key).  After a reboot the values are gone: the jail starts without them, and
- * jail.inspect says which (`secrets_lost`).
+ * description is not taken (secrets.c); jails cannot reach the keyring at all (their
+ * seccomp filter refuses keyctl, add_key and request_key).  After a reboot the values are
+ * gone: the jail starts without them, and jail.inspect says which (`secrets_lost`).
  *
  * The key's description names the jail's directory and its creation time, so that a jail
  * made again under the same name never gets its predecessor's values.  Where the kernel
