@@ -1094,8 +1094,11 @@ int agt_jail_secrets_again(agt_jail_t *j, json_t *values, agt_error_t *err)
     if (!known)
       return agt_error_kind(err, AGT_E_INVALID,
                             "secrets: '%.64s' is not one of jail '%s''s secrets", k, j->rec.name);
-    if (!json_is_string(v))
-      return agt_error_kind(err, AGT_E_INVALID, "secrets: '%.64s' must be a string", k);
+    if (!json_is_string(v) || json_string_length(v) > AGT_JAIL_STR_MAX ||
+        strlen(json_string_value(v)) != json_string_length(v))
+      return agt_error_kind(err, AGT_E_INVALID,
+                            "secrets: '%.64s' must be a string of at most %d bytes without NUL", k,
+                            AGT_JAIL_STR_MAX);
   }
   json_object_foreach(values, k, v)
   {

@@ -255,6 +255,9 @@ is "it starts without it" "$(ctl jail logs sk2 | tail -1)" "k= p=x"
 r=$(rpc jail.start '{"name": "sk2", "secrets": {"PLAIN": "y"}}' 2>&1)
 like "jail.start's secrets: a name that is not one of the jail's secrets is refused" "$r" \
   "secrets: 'PLAIN' is not one of jail 'sk2''s secrets"
+r=$(rpc jail.start "{\"name\": \"sk2\", \"secrets\": {\"SK_KEY\": \"$(head -c 5000 /dev/zero | tr '\0' v)\"}}" 2>&1)
+like "jail.start's secrets: a value longer than jail.run's env takes is refused" "$r" \
+  "secrets: 'SK_KEY' must be a string of at most [0-9]+ bytes without NUL"
 rpc jail.start '{"name": "sk2", "secrets": {"SK_KEY": "again"}}' >/dev/null
 ctl jail wait sk2 >/dev/null
 is "jail.start's secrets give the jail the value again" "$(ctl jail logs sk2 | tail -1)" "k=again p=x"
