@@ -104,6 +104,9 @@ int agt_need_lima(struct agt_ctx *c, const char *cmd, agt_error_t *err);
 /* The VM's state from limactl; *found 0 when it does not exist. */
 int agt_vm_state(struct agt_ctx *c, struct agt_lima_instance *in, int *found, agt_error_t *err);
 
+/* What builds the missing rootfs REF: for the default one, 'agt rootfs build' with the manifest
+ * agt knows, as the target can read it (cmd_rootfs.c). */
+char *agt_rootfs_advice(struct agt_ctx *c, const char *ref);
 int cmd_up(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 int cmd_stop(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);
 int cmd_delete(struct agt_ctx *c, int argc, char **argv, agt_error_t *err);

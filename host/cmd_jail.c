@@ -684,26 +684,6 @@ static int from_config(struct run_opts *o, agt_error_t *err)
   return 0;
 }
 
-/* What builds a missing rootfs: the default one from the manifest agt knows (the source
- * tree's when agt runs from it, else the installed copy), as agtd can read it. */
-static char *rootfs_advice(struct agt_ctx *c, const char *ref)
-{
-  cleanup_free char *src = xasprintf("%s/rootfs/default.yaml", AGT_SOURCE_ROOT);
-  const char *manifest = src;
-
-  if (strcmp(ref, "default") != 0)
-    return xasprintf("build it from its manifest ('agt rootfs build MANIFEST'), or pick one "
-                     "that exists ('agt rootfs ls', --rootfs REF, jail.rootfs)");
-  if (c->target.kind == AGT_TARGET_LIMA)
-    return xstrdup("build it: 'agt rootfs build /opt/agt/src/rootfs/default.yaml' (the VM's "
-                   "copy of agt's source), or 'agt verify', which builds it");
-  if (access(src, R_OK) != 0)
-    manifest = AGT_DATADIR "/rootfs/default.yaml";
-  return xasprintf("build it: 'agt rootfs build %s'%s", manifest,
-                   c->target.kind == AGT_TARGET_SSH ? " (on the target host: its copy of that file)"
-                                                    : "");
-}
-
 /* The agent's profile: named on the command line, or jail.agent (from), any profile that
  * loaded (the tree's or the user's); an unknown one is refused naming the profiles, and
  * for jail.agent the config's file:line:column. */
@@ -1065,7 +1045,7 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
   agt_jail_run_to_json(&o.run, o.params);
   if (call(c, create ? "jail.create" : "jail.run", json_incref(o.params), &res, err) < 0) {
     if ((*err)->kind == AGT_E_NOTFOUND && strstr((*err)->msg, "no rootfs '")) {
-      cleanup_free char *how = rootfs_advice(c, o.run.rootfs);
+      cleanup_free char *how = agt_rootfs_advice(c, o.run.rootfs);
       char *msg = xasprintf("%s: %s", (*err)->msg, how);
       free((*err)->msg);
       (*err)->msg = msg;

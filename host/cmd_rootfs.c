@@ -3,8 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agt.h"
+#include "agt_paths.h"
 #include "cleanup.h"
 #include "xalloc.h"
 
@@ -59,6 +61,26 @@ static char *manifest_path(struct agt_ctx *c, const char *arg, agt_error_t *err)
   return steal_pointer(&real);
 }
 
+/* What builds a missing rootfs: the default one from the manifest agt knows (the source
+ * tree's when agt runs from it, else the installed copy), as agtd can read it. */
+char *agt_rootfs_advice(struct agt_ctx *c, const char *ref)
+{
+  cleanup_free char *src = xasprintf("%s/rootfs/default.yaml", AGT_SOURCE_ROOT);
+  const char *manifest = src;
+
+  if (strcmp(ref, "default") != 0)
+    return xasprintf("build it from its manifest ('agt rootfs build MANIFEST'), or pick one "
+                     "that exists ('agt rootfs ls', --rootfs REF, jail.rootfs)");
+  if (c->target.kind == AGT_TARGET_LIMA)
+    return xstrdup("build it: 'agt rootfs build /opt/agt/src/rootfs/default.yaml' (the VM's "
+                   "copy of agt's source), or 'agt verify', which builds it");
+  if (access(src, R_OK) != 0)
+    manifest = AGT_DATADIR "/rootfs/default.yaml";
+  return xasprintf("build it: 'agt rootfs build %s'%s", manifest,
+                   c->target.kind == AGT_TARGET_SSH ? " (on the target host: its copy of that file)"
+                                                    : "");
+}
+
 static int rootfs_build(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
 {
   struct build_opts o = {1, 0};
@@ -69,8 +91,11 @@ static int rootfs_build(struct agt_ctx *c, int argc, char **argv, agt_error_t *e
   i = agt_cmd_opts(argc, argv, &build_help, NULL, &o, err);
   if (i < 0)
     return i == -2 ? 0 : -1;
-  if (argc - i != 1)
-    return agt_error_kind(err, AGT_E_INVALID, "usage: %s", build_help.usage);
+  if (argc - i != 1) {
+    cleanup_free char *how = agt_rootfs_advice(c, "default");
+    return agt_error_kind(err, AGT_E_INVALID, "usage: %s (the default rootfs: %s)",
+                          build_help.usage, how);
+  }
   path = manifest_path(c, argv[i], err);
   if (path == NULL)
     return -1;

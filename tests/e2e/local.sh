@@ -281,5 +281,9 @@ like "naming the command that builds it, with a manifest path that works from an
   "no rootfs 'default' in '$T/state/rootfs': build it: 'agt rootfs build $SRCDIR/rootfs/default.yaml'"
 run agt jail run -- true
 like "another rootfs: how to build or pick one" "$ERR" "no rootfs 'test' .*'agt rootfs ls', --rootfs REF, jail.rootfs"
+run agt rootfs build
+is "agt rootfs build without a manifest: a usage error" "$RC" 2
+like "naming the default rootfs's manifest, as a path that works from anywhere" "$ERR" \
+  "MANIFEST \(the default rootfs: build it: 'agt rootfs build $SRCDIR/rootfs/default.yaml'\)$"
 run agt down
 is "agt down at the end" "$RC" 0
