@@ -115,12 +115,17 @@ static agt_jail_t *jail_new(struct agtd_s *d, const char *name)
   return j;
 }
 
+/* Into agtd's list, which jail.ls follows, in the order of their creation (then of their
+ * names, within a second): the same before and after agtd restarts, which reads the records
+ * in the directory's order. */
 static void jail_link(struct agtd_s *d, agt_jail_t *j)
 {
   agt_jail_t **p = &d->jails;
 
-  while (*p)
+  while (*p && ((*p)->rec.created < j->rec.created ||
+                ((*p)->rec.created == j->rec.created && strcmp((*p)->rec.name, j->rec.name) < 0)))
     p = &(*p)->next;
+  j->next = *p;
   *p = j;
   d->njails++;
 }

@@ -270,6 +270,19 @@ else
   ok "secrets across agtd's restarts # SKIP this kernel has no keyring (/proc/keys)"
 fi
 
+# jail ls lists the jails in the order they were made, the same after agtd restarts (which
+# reads their records in the directory's order)
+for n in ord-c ord-b ord-a; do
+  ctl jail create --name "$n" --rootfs "$R" -- true >/dev/null
+  sleep 1.1
+done
+order() { ctl jail ls | awk '$1 ~ /^ord-/ { print $1 }' | paste -sd' '; }
+is "jail ls: in the order they were made" "$(order)" "ord-c ord-b ord-a"
+agtd_stop
+agtd_start
+is "and the same after agtd restarts" "$(order)" "ord-c ord-b ord-a"
+for n in ord-c ord-b ord-a; do ctl jail rm "$n" >/dev/null; done
+
 # bounded logs: 8 KiB budget, 200 KB written: the end is kept, the rest rotated away
 ctl jail run --name g --rootfs "$R" --log 8K -- probe spam 20000 >/dev/null
 ctl jail wait g >/dev/null
