@@ -268,7 +268,7 @@ static void setup_proc(int rootfd, struct jail_tmpfs *t)
       "/proc/kcore",         "/proc/keys",          "/proc/timer_list", "/proc/sched_debug",
       "/proc/latency_stats", "/proc/acpi",          "/proc/scsi",       "/proc/asound",
       "/proc/timer_stats",   "/proc/kallsyms",      "/proc/kpagecount", "/proc/kpageflags",
-      "/proc/kpagecgroup",   "/proc/sysrq-trigger",
+      "/proc/kpagecgroup",   "/proc/sysrq-trigger", "/proc/key-users",
   };
   static const char *const readonly[] = {"/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs"};
   int nul;

@@ -603,9 +603,9 @@ static int v_proc(int argc, char **argv)
   }
   /* Masked kernel files. */
   {
-    static const char *const masked[] = {"/proc/kcore",        "/proc/keys", "/proc/timer_list",
-                                         "/proc/kallsyms",     "/proc/kmsg", "/proc/sched_debug",
-                                         "/proc/sysrq-trigger"};
+    static const char *const masked[] = {
+        "/proc/kcore", "/proc/keys",        "/proc/timer_list",    "/proc/kallsyms",
+        "/proc/kmsg",  "/proc/sched_debug", "/proc/sysrq-trigger", "/proc/key-users"};
     for (size_t i = 0; i < sizeof masked / sizeof masked[0]; i++) {
       struct stat st;
       int r;
