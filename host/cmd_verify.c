@@ -585,7 +585,7 @@ static char *agent_script(const struct verify *v, const struct agt_profile *p)
   }
   sb_addf(&s, "read t0 _ </proc/uptime\n"
               "echo \"agt-verify: turn-start $t0\"\n"
-              "cd /work && \"$@\" </dev/null\n"
+              "cd /work && \"$@\" </dev/null 2>&1\n"
               "rc=$?\n"
               "read t1 _ </proc/uptime\n"
               "echo \"agt-verify: turn-end $t1 $rc\"\n"
@@ -629,11 +629,13 @@ static void agent_params(const struct verify *v, const struct vjail *j, json_t *
 }
 
 /* What each jail runs: a timed opencode turn, then a listener of its own on its loopback,
- * then it waits to be probed and removed. */
+ * then it waits to be probed and removed.  The agent's stderr goes where the turn's marks go:
+ * a jail's stdout and stderr are two pipes, whose order in its log is not kept, and its last
+ * words (its error) must come before the turn's end. */
 static const char jail_script[] =
     "read t0 _ </proc/uptime\n"
     "echo \"agt-verify: turn-start $t0\"\n"
-    "opencode run --dir /work \"AGT-WRITE out.txt $AGT_VERIFY_NAME\" </dev/null\n"
+    "opencode run --dir /work \"AGT-WRITE out.txt $AGT_VERIFY_NAME\" </dev/null 2>&1\n"
     "rc=$?\n"
     "read t1 _ </proc/uptime\n"
     "echo \"agt-verify: turn-end $t1 $rc\"\n"
