@@ -629,9 +629,9 @@ static void agent_params(const struct verify *v, const struct vjail *j, json_t *
 }
 
 /* What each jail runs: a timed opencode turn, then a listener of its own on its loopback,
- * then it waits to be probed and removed.  The agent's stderr goes where the turn's marks go:
- * a jail's stdout and stderr are two pipes, whose order in its log is not kept, and its last
- * words (its error) must come before the turn's end. */
+ * then it waits to be probed and removed.  The agent's stderr goes where the turn's marks go,
+ * so that its last words (its error) come before the turn's end in its log even from an
+ * agtd that had a jail's stdout and stderr on two pipes, whose order the log did not keep. */
 static const char jail_script[] =
     "read t0 _ </proc/uptime\n"
     "echo \"agt-verify: turn-start $t0\"\n"

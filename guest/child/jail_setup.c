@@ -733,7 +733,7 @@ __attribute__((noreturn)) static void exec_agent(const struct agt_spawn_plan *p)
         dup2(AGT_CHILD_OUT_FD, 2) < 0)
       fail("set up the agent's terminal", "", errno);
   } else if (nul < 0 || dup2(nul, 0) < 0 || dup2(AGT_CHILD_OUT_FD, 1) < 0 ||
-             dup2(AGT_CHILD_ERR_FD, 2) < 0) {
+             dup2(p->fds[3] >= 0 ? AGT_CHILD_ERR_FD : AGT_CHILD_OUT_FD, 2) < 0) {
     fail("set up the agent's stdio", "", errno);
   }
   /* Only 0-2 and the status pipe (close-on-exec) survive into the agent. */

@@ -19,7 +19,8 @@ enum {
                              * answered, and the init becomes agt-init */
   AGT_CHILD_STATUS_FD = 4,  /* write: setup errors; closed on the agent's exec */
   AGT_CHILD_OUT_FD = 5,     /* write: the agent's stdout (with a terminal: the pty slave) */
-  AGT_CHILD_ERR_FD = 6,     /* write: the agent's stderr */
+  AGT_CHILD_ERR_FD = 6,     /* write: the agent's stderr (jail.exec's; a run's goes to its
+                             * stdout pipe, one pipe, so the log has them in the order written) */
   AGT_CHILD_NETNS_FD = 7,   /* a ready network namespace from the pool, if any */
   AGT_CHILD_CONSOLE_FD = 8, /* a socket to send the pty master on, for a jail on a terminal */
   AGT_CHILD_INIT_FD = 9,    /* the program agt-init (init.c), or closed: the init stays as is */

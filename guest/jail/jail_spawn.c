@@ -200,7 +200,9 @@ int agt_jail_start(agt_jail_t *j, agt_error_t *err)
   plan.cap_last = agt_cap_last();
   plan.seccomp = &j->d->seccomp->prog;
 
-  for (int i = 0; i < 8; i += 2) {
+  /* sync, status and output: one pipe for stdout and stderr, so that the log has them in the
+   * order the agent wrote them (fds[6], fds[7] stay -1) */
+  for (int i = 0; i < 6; i += 2) {
     if (j->rec.tty && i >= 4)
       break; /* on a terminal, output comes from the pty, not from pipes */
     if (pipe2(fds + i, O_CLOEXEC) < 0) {

@@ -397,7 +397,7 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
 {
   struct agt_warm_s *w = xzalloc(sizeof *w);
   struct agt_spawn_plan plan;
-  int status[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
+  int status[2] = {-1, -1}, out[2] = {-1, -1};
   int ctl[2] = {-1, -1}, console[2] = {-1, -1};
   int netns = -1, cgroup_fd, attached = 0, cgroup_made = 0, dir_fd = -1, r;
   struct agt_keep_spawn ks;
@@ -438,7 +438,8 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   /* Without its budget (the parent's is spent) this one starts at normal priority. */
   if (d->prio->budgets)
     agt_cgroup_rt_budget(d->cgroup, w->name, AGT_RT_BUDGET_US, NULL);
-  if (pipe_pair(status, err) < 0 || pipe_pair(out, err) < 0 || pipe_pair(errp, err) < 0)
+  /* one pipe for stdout and stderr: the log has them in the order written (jail_spawn.c) */
+  if (pipe_pair(status, err) < 0 || pipe_pair(out, err) < 0)
     goto fail;
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0 ||
       socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, console) < 0) {
@@ -475,7 +476,7 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   plan.fds[0] = ctl[1];
   plan.fds[1] = status[1];
   plan.fds[2] = out[1];
-  plan.fds[3] = errp[1];
+  plan.fds[3] = -1; /* stderr: into out */
   plan.fds[4] = netns;
   plan.fds[5] = console[1];
 
@@ -493,7 +494,7 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   ks.cgroup_fd = cgroup_fd;
   ks.attach_cgroup = w->name;
   ks.out_rd = out[0];
-  ks.err_rd = errp[0];
+  ks.err_rd = -1;
   ks.console_rd = console[0];
   ks.dir_fd = dir_fd;
   r = agt_keep_spawn(d, &ks, err);
@@ -513,10 +514,8 @@ static int fill_one(struct agtd_s *d, agt_error_t *err)
   close(ctl[1]);
   close(status[1]);
   close(out[1]);
-  close(errp[1]);
   close(console[1]);
   close(out[0]);
-  close(errp[0]);
   close(console[0]);
   if (ks.attach_err) {
     *err = ks.attach_err;
@@ -551,8 +550,8 @@ fail_nodir:
   if (cgroup_made)
     destroy_cgroup(d, w->name);
   {
-    int *all[] = {status, out, errp, ctl, console};
-    for (size_t i = 0; i < 5; i++)
+    int *all[] = {status, out, ctl, console};
+    for (size_t i = 0; i < 4; i++)
       for (int k = 0; k < 2; k++)
         if (all[i][k] >= 0)
           close(all[i][k]);

@@ -20,7 +20,8 @@ enum {
   AGT_KEEP_CTL_FD = 3,     /* the connection to agtd that started it */
   AGT_KEEP_PIDFD = 4,      /* the jail's init */
   AGT_KEEP_OUT_FD = 5,     /* read end of the agent's stdout pipe, or closed */
-  AGT_KEEP_ERR_FD = 6,     /* read end of its stderr pipe, or closed */
+  AGT_KEEP_ERR_FD = 6,     /* read end of a stderr pipe of its own, or closed (a run's stderr
+                            * goes to its stdout pipe: guest/jail/jail_spawn.c) */
   AGT_KEEP_CONSOLE_FD = 7, /* where the jail sends its terminal's master, or closed */
   AGT_KEEP_DIR_FD = 8,     /* the jail's directory (it may be renamed: a prepared jail's) */
   AGT_KEEP_NFDS = 6,

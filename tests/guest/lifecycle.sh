@@ -270,6 +270,20 @@ else
   ok "secrets across agtd's restarts # SKIP this machine gives agtd no keyring"
 fi
 
+# A jail without a terminal: its stdout and stderr in its log in the order it wrote them (one
+# pipe for both), on a prepared jail (jail run) and a cold start (create, then start)
+ALT='i=0; while [ $i -lt 300 ]; do echo "o$i"; echo "e$i" >&2; i=$((i+1)); done'
+want_alt=$(bash -c "$ALT" 2>&1)
+ctl jail run --name alt1 --rootfs "$R" -- /bin/sh -c "$ALT" >/dev/null
+ctl jail wait alt1 >/dev/null
+is "stdout and stderr in the log in the order written (a prepared jail)" "$(ctl jail logs alt1)" "$want_alt"
+ctl jail create --name alt2 --rootfs "$R" -- /bin/sh -c "$ALT" >/dev/null
+ctl jail start alt2 >/dev/null
+ctl jail wait alt2 >/dev/null
+is "and on a cold start" "$(ctl jail logs alt2)" "$want_alt"
+ctl jail rm alt1 >/dev/null
+ctl jail rm alt2 >/dev/null
+
 # jail ls lists the jails in the order they were made, the same after agtd restarts (which
 # reads their records in the directory's order)
 for n in ord-c ord-b ord-a; do
