@@ -124,7 +124,7 @@ int cmd_status(struct agt_ctx *c, int argc, char **argv, agt_error_t *err)
   } else if (!vm_running) {
     printf("agtd:    not reachable while the vm is not running\n");
   } else {
-    printf("agtd:    not answering: %s\n", e->msg);
+    printf("agtd:    not answering (why: below, on stderr)\n");
   }
   json_decref(st);
   json_decref(jails);

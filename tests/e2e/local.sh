@@ -243,6 +243,10 @@ like "saying so, and that its running jail goes on" "$OUT" \
   "^agtd \(pid $PID\) stopped; its 1 running jail goes on under its keeper, and 'agt up' finds it again"
 check "agtd is gone" sh -c "! kill -0 $PID 2>/dev/null"
 check "and its socket answers no more" sh -c "! '$AGT' jail ls >/dev/null 2>&1"
+run agt status
+is "agt status with agtd stopped: a failure" "$RC" 1
+is "its table says agtd does not answer, once" "$(grep '^agtd:' <<<"$OUT")" "agtd:    not answering (why: below, on stderr)"
+like "and stderr says why" "$ERR" "^agt: agtd: .*agtd is not running; 'agt up' starts it$"
 run agt stop
 is "agt stop on local, agtd stopped already: fine" "$RC" 0
 like "saying so" "$OUT" "^agtd is not running"
