@@ -542,17 +542,6 @@ int agt_jail_uses_rootfs(const agt_jail_t *j, const char *id)
   return 0;
 }
 
-/* Whether an environment entry NAME=VALUE is one of the jail's secrets (kept in memory only). */
-static int is_secret(const agt_jail_t *j, const char *entry)
-{
-  size_t n = strcspn(entry, "=");
-
-  for (char **s = j->rec.secrets; s && *s; s++)
-    if (strlen(*s) == n && strncmp(*s, entry, n) == 0)
-      return 1;
-  return 0;
-}
-
 /* jail.run's secrets name variables of its env, each once: a name without a value would
  * be reported lost (secrets_lost) at every agtd start, and one named twice restored twice. */
 static int secrets_check(const agt_jail_t *j, agt_error_t *err)
@@ -1151,7 +1140,8 @@ int agt_jail_save(agt_jail_t *j, agt_error_t *err)
   for (char **a = j->rec.argv; a && *a; a++)
     json_array_append_new(argv, json_string(*a));
   for (char **e = j->rec.env; e && *e; e++)
-    if (!is_secret(j, *e)) /* their names only; the values: memory and keyring (secrets.h) */
+    /* secrets: their names only; the values are in memory and the keyring (secrets.h) */
+    if (!agt_secrets_is_one(j->rec.secrets, *e))
       json_array_append_new(env, json_string(*e));
   json_object_set_new(o, "argv", argv);
   json_object_set_new(o, "env", env);

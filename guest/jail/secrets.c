@@ -43,7 +43,7 @@ static char *description(const struct agt_jail_record *rec)
   return xasprintf("agt-jail-secrets:%s:%lld", rec->dir, (long long)rec->created);
 }
 
-static int is_secret_entry(char **names, const char *entry)
+int agt_secrets_is_one(char **names, const char *entry)
 {
   size_t n = strcspn(entry, "=");
 
@@ -98,7 +98,7 @@ int agt_secrets_keep(const struct agt_jail_record *rec)
     return 0;
   /* NAME=VALUE entries, each ended by a NUL: the order of rec->env */
   for (char **e = rec->env; e && *e; e++)
-    if (is_secret_entry(rec->secrets, *e))
+    if (agt_secrets_is_one(rec->secrets, *e))
       len += strlen(*e) + 1;
   if (len == 0)
     return 0;
@@ -112,7 +112,7 @@ int agt_secrets_keep(const struct agt_jail_record *rec)
   buf = xmalloc(len);
   len = 0;
   for (char **e = rec->env; e && *e; e++)
-    if (is_secret_entry(rec->secrets, *e)) {
+    if (agt_secrets_is_one(rec->secrets, *e)) {
       size_t n = strlen(*e) + 1;
       memcpy(buf + len, *e, n);
       len += n;

@@ -18,6 +18,9 @@
 
 struct agt_jail_record;
 
+/* Whether an environment entry NAME=VALUE is one of names (a jail's secrets). */
+int agt_secrets_is_one(char **names, const char *entry);
+
 /* Keep rec's secret values (its env entries whose names are in rec->secrets) in the
  * keyring: 0, or -errno (logged). */
 int agt_secrets_keep(const struct agt_jail_record *rec);
