@@ -270,10 +270,26 @@ static const struct agt_cmd_help run_help = {
     "terminal, or its output until it exits; -d: return once the agent runs).",
     run_opts};
 
-static const struct agt_cmd_help create_help = {
-    "agt jail create [OPTIONS] [AGENT] [-- COMMAND [ARGS...]]",
-    "Create a jail as 'agt jail run' would, without starting it ('agt jail start' does).",
-    run_opts};
+/* create: run's options but those of attaching and of the run's end, which a jail that is
+ * not started has none of ('agt jail start' takes --attach and --detach-keys). */
+static const char *const not_for_create[] = {"detach", "detach-keys", "rm"};
+static struct agt_opt create_opts[sizeof run_opts / sizeof run_opts[0]];
+
+static const struct agt_opt *create_table(void)
+{
+  size_t n = 0;
+
+  if (create_opts[0].name != NULL)
+    return create_opts;
+  for (size_t i = 0; i < sizeof run_opts / sizeof run_opts[0]; i++) {
+    int skip = 0;
+    for (size_t k = 0; k < sizeof not_for_create / sizeof not_for_create[0]; k++)
+      skip |= run_opts[i].name && strcmp(run_opts[i].name, not_for_create[k]) == 0;
+    if (!skip)
+      create_opts[n++] = run_opts[i];
+  }
+  return create_opts;
+}
 
 /* One variable of an env file (ctx: the env object); a later one of the same name replaces
  * it. */
@@ -962,7 +978,13 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
   o.run.env.from = "agt's environment (export it before running agt, or put it in an --env-file)";
   if (from_config(&o, err) < 0)
     goto out;
-  i = agt_cmd_opts(argc, argv, create ? &create_help : &run_help, NULL, &o, err);
+  {
+    const struct agt_cmd_help create_help = {
+        "agt jail create [OPTIONS] [AGENT] [-- COMMAND [ARGS...]]",
+        "Create a jail as 'agt jail run' would, without starting it ('agt jail start' does).",
+        create_table()};
+    i = agt_cmd_opts(argc, argv, create ? &create_help : &run_help, NULL, &o, err);
+  }
   if (i == -2) {
     r = 0;
     goto out;
@@ -983,10 +1005,9 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
     if (i < argc && strcmp(argv[i], "--") == 0)
       i++;
   }
-  if (o.rm && (o.detach || create)) {
+  if (o.rm && o.detach) {
     agt_error_kind(err, AGT_E_INVALID,
-                   "--rm removes the jail when it exits, which agt waits for: not with %s",
-                   create ? "agt jail create" : "-d");
+                   "--rm removes the jail when it exits, which agt waits for: not with -d");
     goto out;
   }
   if (agt_profiles_load_for(c->cfg.user_file, &set, err) < 0)

@@ -339,6 +339,10 @@ agt jail rm --force xfer >/dev/null
 # the default 8 MiB log on disk; the follower, over SSH, gets every line in order.
 run agt jail create --name spam -- probe spam 4500000
 like "agt jail create creates without starting" "$OUT" '^spam created$'
+run agt jail create -d --name spam2 -- true
+is "agt jail create takes no -d (it starts nothing)" "$RC" 2
+like "saying so" "$ERR" "unknown option '-d'"
+unlike "and its help lists none of -d, --detach-keys, --rm" "$(agt jail create --help)" "^ *(-d, )?--(detach|detach-keys|rm) "
 "$AGT" jail logs -f spam >"$T/follow.out" 2>"$T/follow.err" &
 FOLLOWER=$!
 check "the follower is attached before the jail starts" wait_until 10 attached_is spam 1
