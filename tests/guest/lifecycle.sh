@@ -178,28 +178,10 @@ is "a secret reaches the jail" "$(ctl jail logs sk)" "k=$SV p=x"
 is "its value is not in jail.json" "$(grep -c "$SV" "$STATE/jails/sk/jail.json")" 0
 like "whose secrets are named" "$(tr -d ' \n' <"$STATE/jails/sk/jail.json")" '"secrets":\["SK_KEY"\]'
 check "it is kept in root's keyring" test -n "$(sk_key sk)"
-# keyctl(2) by number: x86_64's and aarch64's
-KEYCTL_PY='
-import ctypes, os, sys
-nr = {"x86_64": 250, "aarch64": 219}[os.uname().machine]
-libc = ctypes.CDLL(None, use_errno=True)
-def keyctl(*a):
-    a = [ctypes.c_long(x) for x in a] + [ctypes.c_long(0)] * (5 - len(a))
-    r = libc.syscall(nr, *a)
-    return r if r >= 0 else -ctypes.get_errno()
-'
 # A process that possesses the key (its session keyring links root's user keyring, as
 # pam_keyinit's does at a root login, and jails and anything started from there inherit it)
 # but is not root may not read it: the key gives a possessor no rights.
-out=$(python3 -c "$KEYCTL_PY"'
-import errno
-keyctl(1, 0)                        # KEYCTL_JOIN_SESSION_KEYRING: a new one
-if keyctl(8, -4, -3) < 0:           # KEYCTL_LINK: root'"'"'s user keyring into it
-    sys.exit("cannot link the user keyring")
-os.setgroups([]); os.setgid(65534); os.setuid(65534)
-buf = ctypes.create_string_buffer(4096)
-r = keyctl(11, int(sys.argv[1], 16), ctypes.addressof(buf), 4096)  # KEYCTL_READ
-print("read %d bytes" % r if r >= 0 else "refused: " + errno.errorcode[-r])' "$(sk_key sk)" 2>&1)
+out=$(python3 "$SRCDIR/tests/keyctl.py" read-as-nobody "$(sk_key sk)" 2>&1)
 is "a process that possesses the key but is not root cannot read it" "$out" "refused: EACCES"
 sk_start sk3 'sleep 100'
 sk_run sk4
@@ -208,18 +190,7 @@ wait "$AGTD_PID" 2>/dev/null
 AGTD_PID=
 # Such a process may link a key of its own into root's user keyring (the kernel gives its
 # possessor that right), displacing agtd's under the jail's description: agtd does not take it.
-out=$(python3 -c "$KEYCTL_PY"'
-buf = ctypes.create_string_buffer(4096)
-keyctl(6, int(sys.argv[1], 16), ctypes.addressof(buf), 4096)  # KEYCTL_DESCRIBE
-desc = buf.value.split(b";", 4)[4]
-keyctl(1, 0)
-keyctl(8, -4, -3)
-user = keyctl(0, -4)                # KEYCTL_GET_KEYRING_ID: root'"'"'s user keyring
-os.setgroups([]); os.setgid(65534); os.setuid(65534)
-data = b"SK_KEY=planted\0"
-k = libc.syscall(248 if nr == 250 else 217, b"user", desc, data, len(data), ctypes.c_long(-2))
-keyctl(5, k, 0x3f3f3f3f)            # KEYCTL_SETPERM: anyone'"'"'s
-print("linked" if k > 0 and keyctl(8, k, user) == 0 else "not linked")' "$(sk_key sk4)" 2>&1)
+out=$(python3 "$SRCDIR/tests/keyctl.py" plant-as-nobody "$(sk_key sk4)" 2>&1)
 is "a process that is not root links a key of its own under a jail's description" "$out" linked
 agtd_start
 r=$(rpc jail.inspect '{"name": "sk4"}')
