@@ -14,8 +14,8 @@ LOCAL_TEST=exec
 command -v tmux >/dev/null || bail "tmux is needed to drive a real terminal (apt-get install tmux)"
 exec </dev/null # agt is not on a terminal here, except where tmux gives it one
 
-export TMUX_TMPDIR=$T
-TM="tmux -L agt-e2e-exec"
+. "$SRCDIR/tests/e2e/tmux.sh"
+tmux_server agt-e2e-exec
 trap 'rc=$?; $TM kill-server 2>/dev/null; (exit $rc); local_cleanup' EXIT
 
 local_config
@@ -27,19 +27,6 @@ export AGT_CONFIG='$AGT_CONFIG' AGT_TARGET=local XDG_CACHE_HOME='$XDG_CACHE_HOME
 exec '$AGT' "\$@"
 SH
 chmod 755 "$T/agt"
-screen() { $TM capture-pane -p -t "$1" | grep -v '^$'; }
-shows() { screen "$1" | grep -Eq -- "$2"; }
-wait_until() {
-  local n=$(($1 * 10))
-  shift
-  for _ in $(seq 1 "$n"); do "$@" && return 0; sleep 0.1; done
-  return 1
-}
-wait_for() { # SESSION REGEX; on a failure the screen, for the log
-  wait_until 15 shows "$1" "$2" && return 0
-  screen "$1" | sed 's/^/#   screen: /'
-  return 1
-}
 
 run agt -q up
 [ "$RC" = 0 ] || bail "agt up: $ERR"

@@ -41,19 +41,8 @@ export AGT_CONFIG='$AGT_CONFIG' AGT_FAKE_LIMACTL_ALLOW_ROOT=1 PATH='$PATH'
 exec '$AGT' "\$@"
 EOF
 chmod 755 "$T/agt"
-export TMUX_TMPDIR=$T
-# A pane runs its command with the shell tmux takes from $SHELL. A ctrl-c that agt does not
-# read as a byte (stdin not a terminal, below) is a SIGINT to the pane's whole foreground
-# process group: dash, where SHELL is unset or /bin/sh, then dies after agt exits, as it would
-# not in a user's interactive shell. bash waits for agt and goes on when agt exits normally.
-TM="env SHELL=/bin/bash tmux -L agt-e2e"
-screen() { $TM capture-pane -p -t "$1" | grep -v '^$'; }
-shows() { screen "$1" | grep -Eq -- "$2"; }
-wait_for() { # SESSION REGEX; on a failure the screen, for the log
-  wait_until 15 shows "$1" "$2" && return 0
-  screen "$1" | sed 's/^/#   screen: /'
-  return 1
-}
+. "$SRCDIR/tests/e2e/tmux.sh"
+tmux_server agt-e2e
 attached() { # attached JAIL: the number of clients agtd counts on it
   agt jail ls --json | python3 -c 'import json,sys
 print(next((j.get("attached", 0) for j in json.load(sys.stdin) if j["name"] == sys.argv[1]), -1))' "$1"

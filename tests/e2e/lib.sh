@@ -119,14 +119,3 @@ e2e_test_rootfs() {
     bail "the test rootfs did not build"
   fi
 }
-
-# wait_until SECONDS COMMAND...: poll every 0.1 s until COMMAND succeeds.
-wait_until() {
-  local n=$(($1 * 10))
-  shift
-  for _ in $(seq 1 "$n"); do
-    "$@" && return 0
-    sleep 0.1
-  done
-  return 1
-}
