@@ -273,14 +273,18 @@ static const struct agt_cmd_help run_help = {
 /* create: run's options but those of attaching and of the run's end, which a jail that is
  * not started has none of ('agt jail start' takes --attach and --detach-keys). */
 static const char *const not_for_create[] = {"detach", "detach-keys", "rm"};
-static struct agt_opt create_opts[sizeof run_opts / sizeof run_opts[0]];
+static struct agt_opt create_opts[sizeof run_opts / sizeof run_opts[0]]; /* create_opts_fill */
 
-static const struct agt_opt *create_table(void)
+static const struct agt_cmd_help create_help = {
+    "agt jail create [OPTIONS] [AGENT] [-- COMMAND [ARGS...]]",
+    "Create a jail as 'agt jail run' would, without starting it ('agt jail start' does).",
+    create_opts};
+
+/* create_opts: run_opts without not_for_create (their AGT_OPT_END included) */
+static void create_opts_fill(void)
 {
   size_t n = 0;
 
-  if (create_opts[0].name != NULL)
-    return create_opts;
   for (size_t i = 0; i < sizeof run_opts / sizeof run_opts[0]; i++) {
     int skip = 0;
     for (size_t k = 0; k < sizeof not_for_create / sizeof not_for_create[0]; k++)
@@ -288,7 +292,6 @@ static const struct agt_opt *create_table(void)
     if (!skip)
       create_opts[n++] = run_opts[i];
   }
-  return create_opts;
 }
 
 /* One variable of an env file (ctx: the env object); a later one of the same name replaces
@@ -978,13 +981,9 @@ static int run_or_create(struct agt_ctx *c, int argc, char **argv, int create, a
   o.run.env.from = "agt's environment (export it before running agt, or put it in an --env-file)";
   if (from_config(&o, err) < 0)
     goto out;
-  {
-    const struct agt_cmd_help create_help = {
-        "agt jail create [OPTIONS] [AGENT] [-- COMMAND [ARGS...]]",
-        "Create a jail as 'agt jail run' would, without starting it ('agt jail start' does).",
-        create_table()};
-    i = agt_cmd_opts(argc, argv, create ? &create_help : &run_help, NULL, &o, err);
-  }
+  if (create)
+    create_opts_fill();
+  i = agt_cmd_opts(argc, argv, create ? &create_help : &run_help, NULL, &o, err);
   if (i == -2) {
     r = 0;
     goto out;
