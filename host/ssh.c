@@ -2,6 +2,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#ifdef AGT_LIBSSH_SONAME
+#include <dlfcn.h>
+#endif
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -18,6 +21,79 @@
 #include "cleanup.h"
 #include "util.h"
 #include "xalloc.h"
+
+/* The libssh functions this file calls, each through `lib`.  Built with AGT_LIBSSH_SONAME
+ * (Linux, meson option libssh_dlopen), agt loads libssh at its first SSH connection, not at
+ * its start: the commands that never open one (target local, or through the keeper, mux.h)
+ * then skip loading libssh and what it needs (libcrypto, the Kerberos libraries), which is
+ * most of the time the dynamic loader takes for every agt command.  Built without it
+ * (macOS: libssh is linked in, statically), `lib` is filled with the linked functions. */
+#define LIBSSH_FUNCS(X)                                                                            \
+  X(ssh_channel_close)                                                                             \
+  X(ssh_channel_free)                                                                              \
+  X(ssh_channel_is_closed)                                                                         \
+  X(ssh_channel_is_open)                                                                           \
+  X(ssh_channel_new)                                                                               \
+  X(ssh_channel_open_forward_unix)                                                                 \
+  X(ssh_channel_read_nonblocking)                                                                  \
+  X(ssh_channel_send_eof)                                                                          \
+  X(ssh_channel_window_size)                                                                       \
+  X(ssh_channel_write)                                                                             \
+  X(ssh_clean_pubkey_hash)                                                                         \
+  X(ssh_connect)                                                                                   \
+  X(ssh_disconnect)                                                                                \
+  X(ssh_free)                                                                                      \
+  X(ssh_get_error)                                                                                 \
+  X(ssh_get_fd)                                                                                    \
+  X(ssh_get_fingerprint_hash)                                                                      \
+  X(ssh_get_publickey_hash)                                                                        \
+  X(ssh_get_server_publickey)                                                                      \
+  X(ssh_is_connected)                                                                              \
+  X(ssh_key_free)                                                                                  \
+  X(ssh_key_type)                                                                                  \
+  X(ssh_key_type_to_char)                                                                          \
+  X(ssh_new)                                                                                       \
+  X(ssh_options_set)                                                                               \
+  X(ssh_pki_import_privkey_file)                                                                   \
+  X(ssh_session_is_known_server)                                                                   \
+  X(ssh_set_blocking)                                                                              \
+  X(ssh_string_free_char)                                                                          \
+  X(ssh_userauth_publickey)                                                                        \
+  X(ssh_userauth_publickey_auto)
+
+static struct {
+#define LIBSSH_FIELD(f) __typeof__(f) *f;
+  LIBSSH_FUNCS(LIBSSH_FIELD)
+#undef LIBSSH_FIELD
+} lib;
+
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+static char *lib_error; /* why libssh could not be loaded */
+
+static void lib_load(void)
+{
+#ifdef AGT_LIBSSH_SONAME
+  void *h = dlopen(AGT_LIBSSH_SONAME, RTLD_NOW | RTLD_LOCAL);
+
+  if (h == NULL) {
+    lib_error =
+        xasprintf("ssh: cannot load libssh (on Debian: apt-get install libssh-4): %s", dlerror());
+    return;
+  }
+  /* (POSIX's way to store dlsym's answer in a pointer to a function) */
+#define LIBSSH_SYM(f)                                                                              \
+  if ((*(void **)&lib.f = dlsym(h, #f)) == NULL) {                                                 \
+    lib_error = xasprintf("%s has no %s: that libssh is too old for agt", AGT_LIBSSH_SONAME, #f);  \
+    return;                                                                                        \
+  }
+  LIBSSH_FUNCS(LIBSSH_SYM)
+#undef LIBSSH_SYM
+#else
+#define LIBSSH_LINKED(f) lib.f = f;
+  LIBSSH_FUNCS(LIBSSH_LINKED)
+#undef LIBSSH_LINKED
+#endif
+}
 
 /* One channel to a unix socket on the far side, bridged to one end of a socketpair. */
 #define CHAN_BUF 65536
@@ -83,23 +159,23 @@ static char *fingerprint(ssh_session ss)
   size_t hlen = 0;
   char *fp, *out;
 
-  if (ssh_get_server_publickey(ss, &key) != SSH_OK)
+  if (lib.ssh_get_server_publickey(ss, &key) != SSH_OK)
     return xstrdup("(no host key)");
-  if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &hlen) != 0) {
-    ssh_key_free(key);
+  if (lib.ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &hlen) != 0) {
+    lib.ssh_key_free(key);
     return xstrdup("(no fingerprint)");
   }
-  fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hlen);
-  out = xasprintf("%s %s", ssh_key_type_to_char(ssh_key_type(key)), fp ? fp : "?");
-  ssh_string_free_char(fp);
-  ssh_clean_pubkey_hash(&hash);
-  ssh_key_free(key);
+  fp = lib.ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hlen);
+  out = xasprintf("%s %s", lib.ssh_key_type_to_char(lib.ssh_key_type(key)), fp ? fp : "?");
+  lib.ssh_string_free_char(fp);
+  lib.ssh_clean_pubkey_hash(&hash);
+  lib.ssh_key_free(key);
   return out;
 }
 
 static int check_known_hosts(agt_ssh_t *s, const struct agt_ssh_opts *o, agt_error_t *err)
 {
-  enum ssh_known_hosts_e st = ssh_session_is_known_server(s->ss);
+  enum ssh_known_hosts_e st = lib.ssh_session_is_known_server(s->ss);
   cleanup_free char *fp = fingerprint(s->ss);
   const char *file = o->known_hosts ? o->known_hosts : "~/.ssh/known_hosts";
   cleanup_free char *hostspec =
@@ -129,7 +205,7 @@ static int check_known_hosts(agt_ssh_t *s, const struct agt_ssh_opts *o, agt_err
   case SSH_KNOWN_HOSTS_ERROR:
   default:
     return agt_error_kind(err, AGT_E_INTERNAL, "check the host key of %s: %s", s->peer,
-                          ssh_get_error(s->ss));
+                          lib.ssh_get_error(s->ss));
   }
 }
 
@@ -171,21 +247,21 @@ static int authenticate(agt_ssh_t *s, const struct agt_ssh_opts *o, agt_error_t 
 
   if (o->identity) {
     ssh_key key = NULL;
-    if (ssh_pki_import_privkey_file(o->identity, NULL, NULL, NULL, &key) != SSH_OK)
+    if (lib.ssh_pki_import_privkey_file(o->identity, NULL, NULL, NULL, &key) != SSH_OK)
       return agt_error_kind(err, AGT_E_INVALID,
                             "cannot read the SSH key '%s' (a key without a passphrase, in "
                             "OpenSSH or PEM format)",
                             o->identity);
-    rc = ssh_userauth_publickey(s->ss, NULL, key);
-    ssh_key_free(key);
+    rc = lib.ssh_userauth_publickey(s->ss, NULL, key);
+    lib.ssh_key_free(key);
   } else {
-    rc = ssh_userauth_publickey_auto(s->ss, NULL, NULL);
+    rc = lib.ssh_userauth_publickey_auto(s->ss, NULL, NULL);
   }
   if (rc == SSH_AUTH_SUCCESS)
     return 0;
   if (rc == SSH_AUTH_ERROR)
     return agt_error_kind(err, AGT_E_INTERNAL, "ssh authentication at %s: %s", s->peer,
-                          ssh_get_error(s->ss));
+                          lib.ssh_get_error(s->ss));
   return agt_error_kind(err, AGT_E_STATE, "ssh authentication at %s was refused (key %s)", s->peer,
                         o->identity ? o->identity : "from ssh-agent or ~/.ssh");
 }
@@ -199,27 +275,32 @@ int agt_ssh_connect(const struct agt_ssh_opts *o, agt_ssh_t **out, agt_error_t *
   int nodelay = 1;
 
   *out = NULL;
+  pthread_once(&lib_once, lib_load);
+  if (lib_error) {
+    free(s);
+    return agt_error_kind(err, AGT_E_INTERNAL, "%s", lib_error);
+  }
   s->wake[0] = s->wake[1] = -1;
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->cond, NULL);
   s->peer = xasprintf("%s@%s:%u", o->user ? o->user : "", o->host, port);
   s->timeout_s = timeout;
-  s->ss = ssh_new();
+  s->ss = lib.ssh_new();
   if (s->ss == NULL) {
     agt_ssh_free(s);
     return agt_error_kind(err, AGT_E_INTERNAL, "cannot create an ssh session");
   }
-  ssh_options_set(s->ss, SSH_OPTIONS_PROCESS_CONFIG, &process_config);
-  ssh_options_set(s->ss, SSH_OPTIONS_HOST, o->host);
-  ssh_options_set(s->ss, SSH_OPTIONS_PORT, &port);
+  lib.ssh_options_set(s->ss, SSH_OPTIONS_PROCESS_CONFIG, &process_config);
+  lib.ssh_options_set(s->ss, SSH_OPTIONS_HOST, o->host);
+  lib.ssh_options_set(s->ss, SSH_OPTIONS_PORT, &port);
   if (o->user)
-    ssh_options_set(s->ss, SSH_OPTIONS_USER, o->user);
-  ssh_options_set(s->ss, SSH_OPTIONS_TIMEOUT, &timeout);
-  ssh_options_set(s->ss, SSH_OPTIONS_NODELAY, &nodelay);
+    lib.ssh_options_set(s->ss, SSH_OPTIONS_USER, o->user);
+  lib.ssh_options_set(s->ss, SSH_OPTIONS_TIMEOUT, &timeout);
+  lib.ssh_options_set(s->ss, SSH_OPTIONS_NODELAY, &nodelay);
   if (o->policy == AGT_HOSTKEY_KNOWN_HOSTS && o->known_hosts)
-    ssh_options_set(s->ss, SSH_OPTIONS_KNOWNHOSTS, o->known_hosts);
-  if (ssh_connect(s->ss) != SSH_OK) {
-    agt_error_kind(err, AGT_E_INTERNAL, "ssh to %s: %s", s->peer, ssh_get_error(s->ss));
+    lib.ssh_options_set(s->ss, SSH_OPTIONS_KNOWNHOSTS, o->known_hosts);
+  if (lib.ssh_connect(s->ss) != SSH_OK) {
+    agt_error_kind(err, AGT_E_INTERNAL, "ssh to %s: %s", s->peer, lib.ssh_get_error(s->ss));
     agt_ssh_free(s);
     return -1;
   }
@@ -250,9 +331,9 @@ static void set_dropped(agt_ssh_t *s, const char *why)
 static void chan_free(struct chan *c)
 {
   if (c->ch) {
-    if (ssh_channel_is_open(c->ch))
-      ssh_channel_close(c->ch);
-    ssh_channel_free(c->ch);
+    if (lib.ssh_channel_is_open(c->ch))
+      lib.ssh_channel_close(c->ch);
+    lib.ssh_channel_free(c->ch);
   }
   if (c->fd >= 0)
     close(c->fd);
@@ -284,13 +365,13 @@ static int pump(agt_ssh_t *s, struct chan *c)
 {
   /* a bounded number of chunks, so one busy channel does not starve the others */
   for (int i = 0; i < 16 && !c->rx_eof && !c->fd_dead && c->down_len == 0; i++) {
-    int n = ssh_channel_read_nonblocking(c->ch, c->down, sizeof c->down, 0);
-    if (n == SSH_EOF || (n == 0 && ssh_channel_is_closed(c->ch))) {
+    int n = lib.ssh_channel_read_nonblocking(c->ch, c->down, sizeof c->down, 0);
+    if (n == SSH_EOF || (n == 0 && lib.ssh_channel_is_closed(c->ch))) {
       c->rx_eof = 1;
       break;
     }
     if (n < 0) {
-      if (!ssh_is_connected(s->ss))
+      if (!lib.ssh_is_connected(s->ss))
         return -1;
       c->rx_eof = 1;
       break;
@@ -308,15 +389,15 @@ static int pump(agt_ssh_t *s, struct chan *c)
     c->rx_shut = 1;
   }
   if (c->up_len > 0) {
-    uint32_t win = ssh_channel_window_size(c->ch);
-    if (ssh_channel_is_closed(c->ch)) {
+    uint32_t win = lib.ssh_channel_window_size(c->ch);
+    if (lib.ssh_channel_is_closed(c->ch)) {
       c->up_len = 0;
       c->tx_eof = c->tx_sent = 1;
     } else if (win > 0) {
       uint32_t k = c->up_len < win ? (uint32_t)c->up_len : win;
-      int w = ssh_channel_write(c->ch, c->up + c->up_off, k);
+      int w = lib.ssh_channel_write(c->ch, c->up + c->up_off, k);
       if (w < 0) {
-        if (!ssh_is_connected(s->ss))
+        if (!lib.ssh_is_connected(s->ss))
           return -1;
         c->up_len = 0;
         c->tx_eof = c->tx_sent = 1;
@@ -330,8 +411,8 @@ static int pump(agt_ssh_t *s, struct chan *c)
     }
   }
   if (c->tx_eof && c->up_len == 0 && !c->tx_sent) {
-    if (!ssh_channel_is_closed(c->ch))
-      ssh_channel_send_eof(c->ch);
+    if (!lib.ssh_channel_is_closed(c->ch))
+      lib.ssh_channel_send_eof(c->ch);
     c->tx_sent = 1;
   }
   return c->fd_dead || (c->rx_shut && c->tx_sent);
@@ -365,7 +446,7 @@ static void ack_now(agt_ssh_t *s)
 {
 #ifdef TCP_QUICKACK
   int one = 1;
-  socket_t fd = ssh_get_fd(s->ss);
+  socket_t fd = lib.ssh_get_fd(s->ss);
 
   if (fd != SSH_INVALID_SOCKET)
     setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
@@ -379,20 +460,20 @@ static void ack_now(agt_ssh_t *s)
  * timeout. */
 static int open_forward_unix(agt_ssh_t *s, ssh_channel ch, const char *path)
 {
-  socket_t fd = ssh_get_fd(s->ss);
+  socket_t fd = lib.ssh_get_fd(s->ss);
   int rc;
 
-  ssh_set_blocking(s->ss, 0);
+  lib.ssh_set_blocking(s->ss, 0);
   for (;;) {
     struct pollfd pf = {fd, POLLIN, 0};
-    rc = ssh_channel_open_forward_unix(ch, path, "127.0.0.1", 0);
+    rc = lib.ssh_channel_open_forward_unix(ch, path, "127.0.0.1", 0);
     ack_now(s);
     if (rc != SSH_AGAIN)
       break;
     if (poll(&pf, 1, (int)(s->timeout_s * 1000)) == 0)
       break; /* SSH_AGAIN: no answer in time */
   }
-  ssh_set_blocking(s->ss, 1);
+  lib.ssh_set_blocking(s->ss, 1);
   return rc;
 }
 
@@ -407,9 +488,9 @@ static int open_channel(agt_ssh_t *s, const char *path, int adopt, const char *g
   *fd = -1;
   c = xzalloc(sizeof *c);
   c->fd = -1;
-  c->ch = ssh_channel_new(s->ss);
+  c->ch = lib.ssh_channel_new(s->ss);
   if (c->ch == NULL) {
-    *why = xasprintf("ssh channel: %s", ssh_get_error(s->ss));
+    *why = xasprintf("ssh channel: %s", lib.ssh_get_error(s->ss));
     chan_free(c);
     return -1;
   }
@@ -423,7 +504,7 @@ static int open_channel(agt_ssh_t *s, const char *path, int adopt, const char *g
   if (rc != SSH_OK) {
     *why = xasprintf("open a channel to '%s' through %s: %s (is agtd running there, and does "
                      "sshd allow stream-local forwarding?)",
-                     path, s->peer, ssh_get_error(s->ss));
+                     path, s->peer, lib.ssh_get_error(s->ss));
     chan_free(c);
     return -1;
   }
@@ -462,8 +543,9 @@ static void serve_request(agt_ssh_t *s)
   pthread_mutex_unlock(&s->lock);
   if (r == NULL || r->done)
     return;
-  if (open_channel(s, r->path, r->adopt, r->greeting, &fd, &why) < 0 && !ssh_is_connected(s->ss))
-    set_dropped(s, ssh_get_error(s->ss));
+  if (open_channel(s, r->path, r->adopt, r->greeting, &fd, &why) < 0 &&
+      !lib.ssh_is_connected(s->ss))
+    set_dropped(s, lib.ssh_get_error(s->ss));
   pthread_mutex_lock(&s->lock);
   r->fd = fd;
   r->error = why;
@@ -491,7 +573,7 @@ static void drain_up(agt_ssh_t *s)
 static void *bridge(void *arg)
 {
   agt_ssh_t *s = arg;
-  socket_t sfd = ssh_get_fd(s->ss);
+  socket_t sfd = lib.ssh_get_fd(s->ss);
   struct pollfd *pf = NULL;
   struct chan **pc = NULL;
   size_t cap = 0;
@@ -510,7 +592,7 @@ static void *bridge(void *arg)
         struct chan *c = *pp;
         int r = pump(s, c);
         if (r < 0) {
-          set_dropped(s, ssh_get_error(s->ss));
+          set_dropped(s, lib.ssh_get_error(s->ss));
           goto out;
         }
         if (r > 0) {
@@ -533,8 +615,8 @@ static void *bridge(void *arg)
       if (!busy)
         break;
     }
-    if (s->chans && !ssh_is_connected(s->ss)) {
-      set_dropped(s, ssh_get_error(s->ss));
+    if (s->chans && !lib.ssh_is_connected(s->ss)) {
+      set_dropped(s, lib.ssh_get_error(s->ss));
       goto out;
     }
     if (nch + 2 > cap) {
@@ -716,9 +798,9 @@ void agt_ssh_free(agt_ssh_t *s)
     if (s->wake[i] >= 0)
       close(s->wake[i]);
   if (s->ss) {
-    if (ssh_is_connected(s->ss))
-      ssh_disconnect(s->ss);
-    ssh_free(s->ss);
+    if (lib.ssh_is_connected(s->ss))
+      lib.ssh_disconnect(s->ss);
+    lib.ssh_free(s->ss);
   }
   pthread_cond_destroy(&s->cond);
   pthread_mutex_destroy(&s->lock);

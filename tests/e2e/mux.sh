@@ -3,7 +3,8 @@
 # the first command starts it, the next ones reuse its one SSH connection, its socket is
 # private, it ends after ssh.persist idle, when its socket is removed and when the VM's
 # sshd goes away (the next command then makes a new one and says so); ssh.persist: 0
-# turns it off; a directory others can reach is refused.
+# turns it off; a directory others can reach is refused.  A command through the keeper does
+# not load libssh (where agt loads it at its first SSH connection: Linux).
 #
 # Needs root and Linux, ss.  A missing prerequisite is a failure.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -43,6 +44,19 @@ is "five more commands exit 0" "$RC" 0
 is "they went through the same keeper" "$(keeper_pid "$SOCK")" "$KPID"
 is "still one SSH connection" "$(conns)" 1
 unlike "no note about connecting again" "$ERR" "connecting again"
+
+# libssh is the keeper's: a command through it does not load it (host/ssh.c), where agt was
+# built to load it at its first SSH connection (Linux)
+DLOPEN=1
+ldd "$AGT" | grep -q libssh && DLOPEN=
+if [ -z "$DLOPEN" ]; then
+  ok "the keeper has libssh loaded # SKIP agt links libssh (meson option libssh_dlopen off)"
+  ok "a command through the keeper does not load libssh # SKIP (the same)"
+else
+  check "the keeper has libssh loaded" grep -q libssh "/proc/$KPID/maps"
+  run env LD_DEBUG=files "$AGT" jail ls
+  unlike "a command through the keeper does not load libssh" "$ERR" "file=libssh"
+fi
 
 # streams take a connection each: exec opens channels on the kept connection too
 run agt jail ls --json
@@ -84,8 +98,13 @@ check "ssh.persist 2s: a keeper" test -n "$KPID"
 check "it ends after 2 s without a channel" wait_until 6 gone "$KPID"
 check "and removes its socket" test ! -e "$SOCK"
 sed -i 's/^  persist: 2s$/  persist: 0/' "$AGT_CONFIG"
-run agt jail ls
+run env LD_DEBUG=files "$AGT" jail ls
 is "ssh.persist 0: agt jail ls exits 0" "$RC" 0
+if [ -z "$DLOPEN" ]; then
+  ok "ssh.persist 0: agt loads libssh itself # SKIP agt links libssh"
+else
+  like "ssh.persist 0: agt loads libssh itself" "$ERR" "file=libssh[^ ]* .*dynamically loaded by"
+fi
 is "ssh.persist 0: no keeper" "$(keeper_socks)" ""
 is "ssh.persist 0: no connection left open" "$(conns)" 0
 sed -i '/^  persist: 0$/d' "$AGT_CONFIG"
