@@ -274,7 +274,7 @@ static int authenticate(agt_ssh_t *s, const struct agt_ssh_opts *o, agt_error_t 
 
 int agt_ssh_connect(const struct agt_ssh_opts *o, agt_ssh_t **out, agt_error_t *err)
 {
-  agt_ssh_t *s = xzalloc(sizeof *s);
+  agt_ssh_t *s;
   unsigned port = o->port ? o->port : 22;
   long timeout = o->timeout_s > 0 ? o->timeout_s : 10;
   bool process_config = o->use_ssh_config ? true : false;
@@ -282,10 +282,9 @@ int agt_ssh_connect(const struct agt_ssh_opts *o, agt_ssh_t **out, agt_error_t *
 
   *out = NULL;
   pthread_once(&lib_once, lib_load);
-  if (lib_error) {
-    free(s);
+  if (lib_error)
     return agt_error_kind(err, AGT_E_INTERNAL, "%s", lib_error);
-  }
+  s = xzalloc(sizeof *s);
   s->wake[0] = s->wake[1] = -1;
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->cond, NULL);
