@@ -1,6 +1,7 @@
 /* agt: the host CLI.  main() parses the global options, loads the config, resolves the
  * target as the command's flags ask, runs the command from the table, and prints its error
  * once. */
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -137,6 +138,16 @@ int agt_cmd_opts(int argc, char **argv, const struct agt_cmd_help *h, agt_opt_fn
 
   if (i == -2)
     agt_opts_usage(stdout, h->usage, h->summary, h->opts);
+  if (i == -1) { /* "agt: jail ls: unknown option ...": the command is named */
+    size_t len = strlen("agt"), w;
+    while (h->usage[len] == ' ' && islower((unsigned char)h->usage[len + 1])) {
+      for (w = len + 1; islower((unsigned char)h->usage[w]) || h->usage[w] == '-'; w++)
+        ;
+      len = w;
+    }
+    if (len > 4)
+      agt_error_wrap(err, "%.*s", (int)(len - 4), h->usage + 4);
+  }
   return i;
 }
 

@@ -233,7 +233,7 @@ like "naming it" "$ERR" "--env: NOT_SET_HERE is not set in agt's environment"
 printf 'A=1\n\nexport %s\n' "$SECRET_FILE" >"$T/bad.env"
 run agt jail run --name sec6 --env-file "$T/bad.env" -- true
 is "a bad --env-file line is a usage error" "$RC" 2
-is "naming the file and the line, not the text" "$ERR" "agt: --env-file: $T/bad.env:3: no '=' (each line is NAME=VALUE)"
+is "naming the file and the line, not the text" "$ERR" "agt: jail run: --env-file: $T/bad.env:3: no '=' (each line is NAME=VALUE)"
 is "and no jail was made" "$(agt jail ls --json | grep -c sec6)" 0
 
 agtd_log=$(cat "$VMDIR/vm/agtd.log")
@@ -330,7 +330,7 @@ run agt jail create --name spam -- probe spam 4500000
 like "agt jail create creates without starting" "$OUT" '^spam created$'
 run agt jail create -d --name spam2 -- true
 is "agt jail create takes no -d (it starts nothing)" "$RC" 2
-like "saying so" "$ERR" "unknown option '-d'"
+like "saying so" "$ERR" "jail create: unknown option '-d'"
 unlike "and its help lists none of -d, --detach-keys, --rm" "$(agt jail create --help)" "^ *(-d, )?--(detach|detach-keys|rm) "
 "$AGT" jail logs -f spam >"$T/follow.out" 2>"$T/follow.err" &
 FOLLOWER=$!

@@ -44,7 +44,7 @@ like "saying which, and where" "$ERR" "^agt: --format: column 13: no field .nmae
 is "and nothing printed" "$OUT" ""
 run agt jail ls --format '{{.name'
 is "a template that does not parse: a usage error" "$RC" 2
-like "saying what and where" "$ERR" "^agt: --format: column 1: unclosed action: '}}' is missing"
+like "saying what and where" "$ERR" "^agt: jail ls: --format: column 1: unclosed action: '}}' is missing"
 like "with the template and a caret under the place" "$ERR" '^    \^$'
 run agt jail ls --format '{{uper .name}}'
 like "an unknown function: the nearest name" "$ERR" "column 3: unknown function 'uper': did you mean 'upper'\?"
@@ -111,7 +111,7 @@ run agt jail logs --since 2099-01-01 lg
 is "--since later than any output: nothing" "$OUT" ""
 run agt jail logs --since yesterday lg
 is "--since that is not a time: a usage error" "$RC" 2
-like "saying which forms it takes" "$ERR" "^agt: --since 'yesterday' is not a time: give RFC 3339"
+like "saying which forms it takes" "$ERR" "^agt: jail logs: --since 'yesterday' is not a time: give RFC 3339"
 run agt jail logs -f --until "$T2" lg
 is "-f with --until: a usage error" "$RC" 2
 run agt jail logs --offset 4 lg

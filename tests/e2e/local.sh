@@ -126,7 +126,7 @@ is "--cpus with more than three decimals: a usage error" "$RC" 2
 # naming the flag, or the config file and its line.
 run agt jail run -d --name c4 --memory 4M -- true
 is "--memory below agtd's least: a usage error" "$RC" 2
-like "naming the flag and the bound" "$ERR" "agt: --memory must be at least 8 MiB"
+like "naming the flag and the bound" "$ERR" "agt: jail run: --memory must be at least 8 MiB"
 printf 'jail:\n  limits:\n    nofile: 8\n' >"$T/bad-limits.yaml"
 run agt --config "$T/bad-limits.yaml" jail run -d --name c5 -- true
 like "jail.limits out of bounds: named with its file and line" "$ERR" \
@@ -171,7 +171,7 @@ like "with a suggestion" "$ERR" "unknown command 'jial': did you mean 'agt jail'
 run agt jail lss
 like "a mistyped subcommand too" "$ERR" "did you mean 'agt jail ls'\?"
 run agt jail ls --jsno
-like "and a mistyped option" "$ERR" "unknown option '--jsno' \(did you mean --json\?\)"
+like "and a mistyped option, naming the command" "$ERR" "^agt: jail ls: unknown option '--jsno' \(did you mean --json\?\)"
 
 # --- the Lima-only commands say what to do instead; --help works for every command
 for cmd in up stop down delete reset clone shell status template config jail rootfs verify doctor; do

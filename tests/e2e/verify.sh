@@ -55,7 +55,7 @@ print(o["prefix"] + "/" + o["libexecdir"])')/agt/model-server']"
 run "$AGT" verify --format '{{.check'
 is "a template that does not parse: refused before any jail starts" "$RC" 2
 is "so nothing ran" "$OUT" ""
-like "saying where" "$ERR" "^agt: --format: column 1: unclosed action"
+like "saying where" "$ERR" "^agt: verify: --format: column 1: unclosed action"
 
 # --- the real run: 3 jails, every check passes
 t0=$(date +%s)
