@@ -74,13 +74,17 @@ static void lib_load(void)
 {
 #ifdef AGT_LIBSSH_SONAME
   /* By its soname, as the dynamic loader would have found it (LD_LIBRARY_PATH, the system's
-   * directories); else where meson found it (a prefix of its own, such as Homebrew's). */
+   * directories); else in the libdir pkg-config gave meson, if it gave one (a prefix of its
+   * own, such as Homebrew's). */
   void *h = dlopen(AGT_LIBSSH_SONAME, RTLD_NOW | RTLD_LOCAL);
 
   if (h == NULL) {
     const char *why = dlerror();
     cleanup_free char *first = xstrdup(why ? why : AGT_LIBSSH_SONAME ": not found");
-    if ((h = dlopen(AGT_LIBSSH_DIR "/" AGT_LIBSSH_SONAME, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+#ifdef AGT_LIBSSH_DIR
+    h = dlopen(AGT_LIBSSH_DIR "/" AGT_LIBSSH_SONAME, RTLD_NOW | RTLD_LOCAL);
+#endif
+    if (h == NULL) {
       lib_error =
           xasprintf("ssh: cannot load libssh (on Debian: apt-get install libssh-4): %s", first);
       return;
