@@ -11,13 +11,22 @@
  * between, as guest/net/relay.c's splice way does with libuv.  First, for reference, the same
  * sender and reader on one connection with no relay: what a relay's throughput is to be held
  * against (a relay adds a second connection's kernel work and a third thread on the same
- * CPUs).  Every byte is counted at the reader; a short count fails the run. */
+ * CPUs).  Every byte is counted at the reader; a short count fails the run.
+ *
+ * Then, on a machine of 2 CPUs or more, where the threads run: no relay and the
+ * non-blocking splice again with each thread held to a CPU of its own choosing
+ * (sched_setaffinity, this process's threads only): all on CPU 0, and the relay beside the
+ * reader or beside the sender with the third thread alone on CPU 1 or 0.  Each line adds
+ * how busy CPUs 0 and 1 were over the run (/proc/stat).  If one placement of the three
+ * stages reached the no-relay figure, the loss would be the scheduler's placement; if none
+ * does, it is the relay's own work. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +36,26 @@
 #include <unistd.h>
 
 static uint64_t total;
+
+/* Where each thread runs: a CPU, or -1 where the scheduler puts it. */
+enum { SENDER, RELAY, READER };
+static int place[3] = {-1, -1, -1};
+static cpu_set_t main_cpus;    /* the main thread's, given back after each run */
+static const char *eol = "\n"; /* what ends a result's line */
+
+static void place_me(int role)
+{
+  cpu_set_t set;
+
+  if (place[role] < 0)
+    return;
+  CPU_ZERO(&set);
+  CPU_SET(place[role], &set);
+  if (sched_setaffinity(0, sizeof set, &set) < 0) {
+    perror("relaycost: sched_setaffinity");
+    exit(1);
+  }
+}
 
 static double now_s(clockid_t clk)
 {
@@ -65,6 +94,7 @@ static void *sender(void *arg)
   static char buf[1 << 16];
   uint64_t left = total;
 
+  place_me(SENDER);
   memset(buf, 'x', sizeof buf);
   while (left > 0) {
     ssize_t w = write(fd, buf, left < sizeof buf ? (size_t)left : sizeof buf);
@@ -83,6 +113,7 @@ static void *reader(void *arg)
   uint64_t *got = malloc(sizeof *got);
   ssize_t r;
 
+  place_me(READER);
   *got = 0;
   while ((r = read(fd, buf, sizeof buf)) > 0)
     *got += (uint64_t)r;
@@ -200,11 +231,13 @@ static int run(const char *name, size_t bufsize)
   pthread_create(&ts, NULL, sender, &a[0]);
   pthread_create(&tr, NULL, reader, &b[1]);
   w0 = now_s(CLOCK_MONOTONIC);
+  place_me(RELAY);
   c0 = now_s(CLOCK_THREAD_CPUTIME_ID);
   rc = bufsize == 1 ? relay_splice_nb(a[1], b[0])
        : bufsize    ? relay_copy(a[1], b[0], bufsize)
                     : relay_splice(a[1], b[0]);
   cpu = now_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+  sched_setaffinity(0, sizeof main_cpus, &main_cpus);
   shutdown(b[0], SHUT_WR);
   pthread_join(ts, NULL);
   pthread_join(tr, (void **)&got);
@@ -212,19 +245,19 @@ static int run(const char *name, size_t bufsize)
   close(a[1]);
   close(b[0]);
   if (rc < 0 || *got != total) {
-    printf("%-16s FAILED: %llu of %llu bytes\n", name, (unsigned long long)*got,
-           (unsigned long long)total);
+    printf("%-16s FAILED: %llu of %llu bytes%s", name, (unsigned long long)*got,
+           (unsigned long long)total, eol);
     free(got);
     return 1;
   }
   free(got);
-  printf("%-16s %10.1f MiB/s %10.3f relay CPU s/GiB\n", name, (double)total / 1048576.0 / wall,
-         cpu / ((double)total / 1073741824.0));
+  printf("%-16s %10.1f MiB/s %10.3f relay CPU s/GiB%s", name, (double)total / 1048576.0 / wall,
+         cpu / ((double)total / 1073741824.0), eol);
   return 0;
 }
 
 /* The sender straight to the reader over one loopback connection: no relay. */
-static int run_direct(void)
+static int run_direct(const char *name)
 {
   int a[2];
   pthread_t ts, tr;
@@ -241,24 +274,85 @@ static int run_direct(void)
   wall = now_s(CLOCK_MONOTONIC) - w0;
   ok = *got == total;
   if (!ok)
-    printf("%-16s FAILED: %llu of %llu bytes\n", "no relay", (unsigned long long)*got,
-           (unsigned long long)total);
+    printf("%-16s FAILED: %llu of %llu bytes%s", name, (unsigned long long)*got,
+           (unsigned long long)total, eol);
   else
-    printf("%-16s %10.1f MiB/s\n", "no relay", (double)total / 1048576.0 / wall);
+    printf("%-16s %10.1f MiB/s%*s%s", name, (double)total / 1048576.0 / wall, *eol == '\n' ? 0 : 27,
+           "", eol); /* under the relay lines' CPU column */
   free(got);
   return ok ? 0 : 1;
 }
 
+/* CPU cpu's busy and total time so far, in clock ticks (/proc/stat): 0, or -1. */
+static int cpu_ticks(int cpu, unsigned long long *busy, unsigned long long *all)
+{
+  char line[512], want[16];
+  FILE *f = fopen("/proc/stat", "r");
+  int found = -1;
+
+  if (f == NULL)
+    return -1;
+  snprintf(want, sizeof want, "cpu%d ", cpu);
+  while (found < 0 && fgets(line, sizeof line, f)) {
+    unsigned long long v[8] = {0};
+    if (strncmp(line, want, strlen(want)) != 0)
+      continue;
+    sscanf(line + strlen(want), "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+           &v[3], &v[4], &v[5], &v[6], &v[7]);
+    *all = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+    *busy = *all - v[3] - v[4]; /* less idle and iowait */
+    found = 0;
+  }
+  fclose(f);
+  return found;
+}
+
+/* One run with the threads where `where` puts them (a CPU each for sender, relay, reader),
+ * and how busy CPUs 0 and 1 were over it. */
+static int run_placed(const char *name, int relay, const int where[3])
+{
+  unsigned long long b0[2] = {0}, a0[2] = {0}, b1[2] = {0}, a1[2] = {0};
+  int rc;
+
+  memcpy(place, where, sizeof place);
+  eol = "";
+  for (int c = 0; c < 2; c++)
+    cpu_ticks(c, &b0[c], &a0[c]);
+  rc = relay ? run(name, 1) : run_direct(name);
+  for (int c = 0; c < 2; c++)
+    cpu_ticks(c, &b1[c], &a1[c]);
+  printf("   CPU 0 %3.0f %% busy, CPU 1 %3.0f %%\n",
+         100.0 * (double)(b1[0] - b0[0]) / (double)(a1[0] - a0[0] + 1),
+         100.0 * (double)(b1[1] - b0[1]) / (double)(a1[1] - a0[1] + 1));
+  eol = "\n";
+  place[SENDER] = place[RELAY] = place[READER] = -1;
+  return rc;
+}
+
 int main(int argc, char **argv)
 {
+  static const struct {
+    const char *name;
+    int relay, where[3]; /* sender, relay, reader */
+  } placements[] = {
+      {"no relay, 1 CPU", 0, {0, -1, 0}}, {"no relay, 2 CPUs", 0, {0, -1, 1}},
+      {"all on CPU 0", 1, {0, 0, 0}},     {"relay by reader", 1, {0, 1, 1}},
+      {"relay by sender", 1, {0, 0, 1}},
+  };
   int rc = 0;
 
   total = argc > 1 ? strtoull(argv[1], NULL, 10) : 1ull << 30;
-  rc |= run_direct();
+  sched_getaffinity(0, sizeof main_cpus, &main_cpus);
+  rc |= run_direct("no relay");
   rc |= run("read/write 64K", 64 << 10);
   rc |= run("read/write 256K", 256 << 10);
   rc |= run("read/write 1M", 1 << 20);
   rc |= run("splice", 0);
   rc |= run("splice, poll", 1);
+  if (!CPU_ISSET(0, &main_cpus) || !CPU_ISSET(1, &main_cpus))
+    return rc;
+  printf("where the threads run (the splice, poll relay):\n");
+  for (size_t i = 0; i < sizeof placements / sizeof placements[0]; i++)
+    rc |= run_placed(placements[i].name, placements[i].relay, placements[i].where);
   return rc;
 }
