@@ -51,7 +51,8 @@ struct agt_cmd_help {
  * except for a command whose usage ends in a COMMAND of its own (jail run AGENT ARGS, jail
  * exec NAME COMMAND, shell COMMAND): there options come first, and what follows the first
  * operand is the command's.  Returns the index of the first operand; -2 after printing the help
- * (the command then returns 0); -1 on a bad option. */
+ * (the command then returns 0); -1 on a bad option, the error led by the command's name from
+ * its usage ("jail ls: unknown option '--x'"). */
 int agt_cmd_opts(int argc, char **argv, const struct agt_cmd_help *h, agt_opt_fn fn, void *ctx,
                  agt_error_t *err);
 /* A command made of subcommands (agt jail, agt rootfs): argv[1] names one of subs, which

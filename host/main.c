@@ -138,11 +138,15 @@ int agt_cmd_opts(int argc, char **argv, const struct agt_cmd_help *h, agt_opt_fn
 
   if (i == -2)
     agt_opts_usage(stdout, h->usage, h->summary, h->opts);
-  if (i == -1) { /* "agt: jail ls: unknown option ...": the command is named */
-    size_t len = strlen("agt"), w;
+  if (i == -1 && strncmp(h->usage, "agt ", 4) == 0) {
+    /* "agt: jail ls: unknown option ...": the command is named, by the usage's words up to
+     * the first that is not one (an operand, an option, "bash|zsh|fish") */
+    size_t len = 3, w;
     while (h->usage[len] == ' ' && islower((unsigned char)h->usage[len + 1])) {
       for (w = len + 1; islower((unsigned char)h->usage[w]) || h->usage[w] == '-'; w++)
         ;
+      if (h->usage[w] != ' ' && h->usage[w] != '\0')
+        break;
       len = w;
     }
     if (len > 4)

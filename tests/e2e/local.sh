@@ -172,6 +172,8 @@ run agt jail lss
 like "a mistyped subcommand too" "$ERR" "did you mean 'agt jail ls'\?"
 run agt jail ls --jsno
 like "and a mistyped option, naming the command" "$ERR" "^agt: jail ls: unknown option '--jsno' \(did you mean --json\?\)"
+run agt completion --zsh
+like "the command's name is its words, not its operands" "$ERR" "^agt: completion: unknown option '--zsh'"
 
 # --- the Lima-only commands say what to do instead; --help works for every command
 for cmd in up stop down delete reset clone shell status template config jail rootfs verify doctor; do
