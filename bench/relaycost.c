@@ -13,13 +13,14 @@
  * against (a relay adds a second connection's kernel work and a third thread on the same
  * CPUs).  Every byte is counted at the reader; a short count fails the run.
  *
- * Then, on a machine of 2 CPUs or more, where the threads run: no relay and the
- * non-blocking splice again with each thread held to a CPU of its own choosing
- * (sched_setaffinity, this process's threads only): all on CPU 0, and the relay beside the
- * reader or beside the sender with the third thread alone on CPU 1 or 0.  Each line adds
- * how busy CPUs 0 and 1 were over the run (/proc/stat).  If one placement of the three
- * stages reached the no-relay figure, the loss would be the scheduler's placement; if none
- * does, it is the relay's own work. */
+ * Then, when CPUs 0 and 1 are both in its affinity mask, where the threads run: no relay and
+ * the non-blocking splice again with each thread held to a given CPU (sched_setaffinity, this
+ * process's threads only): all on CPU 0, and the relay beside the reader or beside the
+ * sender with the third thread alone on CPU 0 or 1.  Each line adds how busy CPUs 0 and 1
+ * were over the run (/proc/stat, in ticks of 10 ms: a run of 1 GiB is 30 to 70 of them, so
+ * each share is good to a few percent; steal time is left out).  If one placement of the
+ * three stages reached the no-relay figure, the loss would be the scheduler's placement; if
+ * none does, it is the relay's own work. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -299,8 +300,8 @@ static int cpu_ticks(int cpu, unsigned long long *busy, unsigned long long *all)
       continue;
     sscanf(line + strlen(want), "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
            &v[3], &v[4], &v[5], &v[6], &v[7]);
-    *all = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
-    *busy = *all - v[3] - v[4]; /* less idle and iowait */
+    *all = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6]; /* steal is not this CPU's */
+    *busy = *all - v[3] - v[4];                            /* less idle and iowait */
     found = 0;
   }
   fclose(f);
@@ -312,18 +313,21 @@ static int cpu_ticks(int cpu, unsigned long long *busy, unsigned long long *all)
 static int run_placed(const char *name, int relay, const int where[3])
 {
   unsigned long long b0[2] = {0}, a0[2] = {0}, b1[2] = {0}, a1[2] = {0};
-  int rc;
+  int rc, failed = 0;
 
   memcpy(place, where, sizeof place);
   eol = "";
   for (int c = 0; c < 2; c++)
-    cpu_ticks(c, &b0[c], &a0[c]);
+    failed |= cpu_ticks(c, &b0[c], &a0[c]);
   rc = relay ? run(name, 1) : run_direct(name);
   for (int c = 0; c < 2; c++)
-    cpu_ticks(c, &b1[c], &a1[c]);
-  printf("   CPU 0 %3.0f %% busy, CPU 1 %3.0f %%\n",
-         100.0 * (double)(b1[0] - b0[0]) / (double)(a1[0] - a0[0] + 1),
-         100.0 * (double)(b1[1] - b0[1]) / (double)(a1[1] - a0[1] + 1));
+    failed |= cpu_ticks(c, &b1[c], &a1[c]);
+  if (failed < 0 || a1[0] <= a0[0] || a1[1] <= a0[1])
+    printf("   (how busy the CPUs were: /proc/stat could not say)\n");
+  else
+    printf("   CPU 0 %3.0f %% busy, CPU 1 %3.0f %%\n",
+           100.0 * (double)(b1[0] - b0[0]) / (double)(a1[0] - a0[0]),
+           100.0 * (double)(b1[1] - b0[1]) / (double)(a1[1] - a0[1]));
   eol = "\n";
   place[SENDER] = place[RELAY] = place[READER] = -1;
   return rc;
@@ -349,8 +353,10 @@ int main(int argc, char **argv)
   rc |= run("read/write 1M", 1 << 20);
   rc |= run("splice", 0);
   rc |= run("splice, poll", 1);
-  if (!CPU_ISSET(0, &main_cpus) || !CPU_ISSET(1, &main_cpus))
+  if (!CPU_ISSET(0, &main_cpus) || !CPU_ISSET(1, &main_cpus)) {
+    printf("where the threads run: not measured (CPUs 0 and 1 are not both this process's)\n");
     return rc;
+  }
   printf("where the threads run (the splice, poll relay):\n");
   for (size_t i = 0; i < sizeof placements / sizeof placements[0]; i++)
     rc |= run_placed(placements[i].name, placements[i].relay, placements[i].where);
