@@ -140,17 +140,19 @@ int agt_cmd_opts(int argc, char **argv, const struct agt_cmd_help *h, agt_opt_fn
     agt_opts_usage(stdout, h->usage, h->summary, h->opts);
   if (i == -1 && strncmp(h->usage, "agt ", 4) == 0) {
     /* "agt: jail ls: unknown option ...": the command is named, by the usage's words up to
-     * the first that is not one (an operand, an option, "bash|zsh|fish") */
-    size_t len = 3, w;
+     * the first that is not one (an operand, an option, "bash|zsh|fish"), the last as the
+     * user typed it (argv[0]: down for stop) */
+    size_t len = 3, last = 4, w;
     while (h->usage[len] == ' ' && islower((unsigned char)h->usage[len + 1])) {
       for (w = len + 1; islower((unsigned char)h->usage[w]) || h->usage[w] == '-'; w++)
         ;
       if (h->usage[w] != ' ' && h->usage[w] != '\0')
         break;
+      last = len + 1;
       len = w;
     }
     if (len > 4)
-      agt_error_wrap(err, "%.*s", (int)(len - 4), h->usage + 4);
+      agt_error_wrap(err, "%.*s%s", (int)(last - 4), h->usage + 4, argv[0]);
   }
   return i;
 }

@@ -174,6 +174,8 @@ run agt jail ls --jsno
 like "and a mistyped option, naming the command" "$ERR" "^agt: jail ls: unknown option '--jsno' \(did you mean --json\?\)"
 run agt completion --zsh
 like "the command's name is its words, not its operands" "$ERR" "^agt: completion: unknown option '--zsh'"
+run agt down --forse
+like "and an alias is named as typed" "$ERR" "^agt: down: unknown option '--forse' \(did you mean --force\?\)"
 
 # --- the Lima-only commands say what to do instead; --help works for every command
 for cmd in up stop down delete reset clone shell status template config jail rootfs verify doctor; do
